@@ -122,7 +122,7 @@ class CompiledMessage:
             value = self.parsefunc(io, None)
         except Exception:
             io.seek(start)
-            value = self._diagnose(io, offset_base - start)
+            value = self._diagnose(io, offset_base)
         if require_end:
             rest = io.read()
             if rest:

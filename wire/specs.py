@@ -11,8 +11,8 @@ no per-version structs are written by hand.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,9 +23,12 @@ _EXTRA_SPEC_DIR = Path(__file__).with_name("specs")
 
 
 def _kafka_python_spec_dir() -> Path:
-    import kafka.protocol.schemas.resources as resources
-
-    return Path(os.path.dirname(resources.__file__))
+    # Located without importing kafka-python: we only want its data files.
+    found = importlib.util.find_spec("kafka")
+    if found is None or not found.submodule_search_locations:
+        raise SpecError("kafka-python is not installed; `pip install kafka-python==3.0.12` (a kcoord dependency)")
+    root = Path(list(found.submodule_search_locations)[0])
+    return root / "protocol" / "schemas" / "resources"
 
 
 class SpecError(ValueError):
