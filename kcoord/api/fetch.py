@@ -1,0 +1,62 @@
+"""Fetch (key 1), v4-17: long-polling reads of the in-memory partitions.
+
+Sessionless only: answering with session id 0 makes every client send full
+fetch requests (KIP-227 allows a broker to decline sessions). Transactions are
+not served, so both isolation levels see the same records and the last stable
+offset equals the high watermark.
+"""
+import asyncio
+
+from kcoord.api import handles
+from wire.errors import ErrorCode
+
+
+def _collect(ctx, req):
+    store = ctx.broker.topics
+    budget = req.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    total = 0
+    responses = []
+    for t in req.topics:
+        name = t.get("topic")
+        topic = store.get(name) if name is not None else store.by_id(t.get("topic_id"))
+        parts = []
+        for p in t.partitions:
+            r = {"partition_index": p.partition, "error_code": ErrorCode.NONE, "high_watermark": -1,
+                 "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+                 "preferred_read_replica": -1, "records": None}
+            partition = None if topic is None else store.partition(topic.name, p.partition)
+            if partition is None:
+                r["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic is None
+                                   else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                r["high_watermark"] = r["last_stable_offset"] = partition.high_watermark
+                r["log_start_offset"] = partition.log_start_offset
+                if not partition.log_start_offset <= p.fetch_offset <= partition.high_watermark:
+                    r["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
+                else:
+                    # The first batch is returned even past the limits, as Kafka
+                    # does, so a consumer can always make progress.
+                    limit = min(p.partition_max_bytes, max(budget - total, 0))
+                    data = partition.read(p.fetch_offset, limit, at_least_one=total == 0)
+                    total += len(data)
+                    r["records"] = data
+            parts.append(r)
+        responses.append({"topic": name, "topic_id": t.get("topic_id"), "partitions": parts})
+    return responses, total
+
+
+@handles(1, "Fetch", 4, 17)
+async def fetch(ctx, req):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
+    while True:
+        responses, total = _collect(ctx, req)
+        remaining = deadline - loop.time()
+        if total >= max(req.min_bytes, 1) or remaining <= 0 or _has_error(responses):
+            break
+        await ctx.broker.topics.wait_appended(remaining)
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+
+
+def _has_error(responses):
+    return any(p["error_code"] for t in responses for p in t["partitions"])

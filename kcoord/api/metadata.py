@@ -1,0 +1,63 @@
+"""Metadata (key 3), v0-13: one broker (this node) leads every partition."""
+from kcoord.api import handles
+from kcoord.log.topics import TopicError
+from wire.errors import ErrorCode
+
+# Sentinel for "authorized operations not requested" (Kafka's Integer.MIN_VALUE).
+_NO_OPS = -(2**31)
+
+
+def _topic_entry(broker, topic, version):
+    return {
+        "error_code": ErrorCode.NONE,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.internal,
+        "partitions": [
+            {"error_code": ErrorCode.NONE, "partition_index": p.index, "leader_id": broker.node_id,
+             "leader_epoch": p.leader_epoch, "replica_nodes": [broker.node_id], "isr_nodes": [broker.node_id],
+             "offline_replicas": []}
+            for p in topic.partitions
+        ],
+        "topic_authorized_operations": _NO_OPS,
+    }
+
+
+@handles(3, "Metadata", 0, 13)
+async def metadata(ctx, req):
+    broker = ctx.broker
+    store = broker.topics
+    requested = req.topics
+    if requested is None or (ctx.api_version == 0 and not requested):
+        topics = [_topic_entry(broker, t, ctx.api_version) for t in store.topics.values()]
+    else:
+        allow_create = req.get("allow_auto_topic_creation", True) and broker.config.auto_create_topics
+        topics = []
+        for entry in requested:
+            name = entry.get("name")
+            if name is None and entry.get("topic_id") is not None:
+                topic = store.by_id(entry["topic_id"])
+                if topic is None:
+                    topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None,
+                                   "topic_id": entry["topic_id"], "partitions": []})
+                    continue
+            else:
+                topic = store.get(name)
+            if topic is None and allow_create:
+                try:
+                    topic = store.create(name)
+                except TopicError as err:
+                    topics.append({"error_code": ErrorCode[err.code_name], "name": name, "partitions": []})
+                    continue
+            if topic is None:
+                topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": name, "partitions": []})
+            else:
+                topics.append(_topic_entry(broker, topic, ctx.api_version))
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [broker.node()],
+        "cluster_id": broker.config.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": _NO_OPS,
+    }

@@ -1,0 +1,44 @@
+"""Produce (key 0), v3-13: record batches v2 appended to in-memory partitions.
+
+acks=0 gets no response, as in Kafka. Idempotent producers' sequences are
+checked per (producer id, partition) like Kafka's producer state.
+"""
+from kcoord.api import handles
+from kcoord.log.partition import AppendError
+from wire.errors import ErrorCode
+
+
+@handles(0, "Produce", 3, 11, may_skip_response=True)
+async def produce(ctx, req):
+    store = ctx.broker.topics
+    appended = False
+    responses = []
+    for topic_data in req.topic_data:
+        name = topic_data.get("name")
+        topic = store.get(name) if name is not None else store.by_id(topic_data.get("topic_id"))
+        partition_responses = []
+        for pd in topic_data.partition_data:
+            r = {"index": pd.index, "error_code": ErrorCode.NONE, "base_offset": -1,
+                 "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [], "error_message": None}
+            partition = None if topic is None else store.partition(topic.name, pd.index)
+            if partition is None:
+                r["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif req.transactional_id is not None:
+                r["error_code"] = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                r["error_message"] = "kcoord does not implement transactions"
+            else:
+                try:
+                    r["base_offset"] = partition.append(pd.records or b"")
+                    r["log_start_offset"] = partition.log_start_offset
+                    appended = True
+                except AppendError as err:
+                    r["error_code"] = ErrorCode[err.code_name]
+                    r["error_message"] = str(err)
+            partition_responses.append(r)
+        responses.append({"name": name, "topic_id": topic_data.get("topic_id"),
+                          "partition_responses": partition_responses})
+    if appended:
+        store.notify_appended()
+    if req.acks == 0:
+        return None
+    return {"responses": responses, "throttle_time_ms": 0}

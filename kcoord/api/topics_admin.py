@@ -1,0 +1,68 @@
+"""CreateTopics (key 19, v2-7) and DeleteTopics (key 20, v1-6)."""
+from kcoord.api import handles
+from kcoord.log.configs import TOPIC_DEFAULTS
+from kcoord.log.topics import TopicError
+from wire.errors import ErrorCode
+
+
+def _create_one(ctx, t, validate_only):
+    store = ctx.broker.topics
+    result = {"name": t.name, "error_code": ErrorCode.NONE, "error_message": None,
+              "num_partitions": -1, "replication_factor": -1, "configs": None}
+    if t.assignments:
+        return {**result, "error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": "manual replica assignments are not supported by a single-node kcoord"}
+    if t.replication_factor not in (-1, 1):
+        return {**result, "error_code": ErrorCode.INVALID_REPLICATION_FACTOR,
+                "error_message": f"replication factor {t.replication_factor} is larger than the 1 available broker"}
+    configs = {c.name: c.value for c in t.configs}
+    unknown = sorted(set(configs) - set(TOPIC_DEFAULTS))
+    if unknown:
+        return {**result, "error_code": ErrorCode.INVALID_CONFIG,
+                "error_message": f"unknown topic config(s): {', '.join(unknown)}"}
+    if t.name in store.topics:
+        return {**result, "error_code": ErrorCode.TOPIC_ALREADY_EXISTS,
+                "error_message": f"Topic '{t.name}' already exists."}
+    try:
+        if validate_only:
+            from kcoord.log.topics import validate_topic_name
+
+            validate_topic_name(t.name)
+            n = store.default_partitions if t.num_partitions == -1 else t.num_partitions
+            if n <= 0:
+                raise TopicError("INVALID_PARTITIONS", "number of partitions must be positive")
+            topic_id, partitions = None, n
+        else:
+            topic = store.create(t.name, t.num_partitions, configs)
+            topic_id, partitions = topic.topic_id, len(topic.partitions)
+    except TopicError as err:
+        return {**result, "error_code": ErrorCode[err.code_name], "error_message": str(err)}
+    merged = {**TOPIC_DEFAULTS, **configs}
+    return {**result, "topic_id": topic_id, "num_partitions": partitions, "replication_factor": 1,
+            "configs": [{"name": k, "value": v, "read_only": False, "config_source": 1 if k in configs else 5,
+                         "is_sensitive": False} for k, v in sorted(merged.items())]}
+
+
+@handles(19, "CreateTopics", 2, 7)
+async def create_topics(ctx, req):
+    topics = [_create_one(ctx, t, req.validate_only) for t in req.topics]
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+@handles(20, "DeleteTopics", 1, 6)
+async def delete_topics(ctx, req):
+    store = ctx.broker.topics
+    wanted = ([(t.name, t.topic_id) for t in req.topics] if ctx.api_version >= 6
+              else [(name, None) for name in req.topic_names])
+    responses = []
+    for name, topic_id in wanted:
+        if name is None and topic_id is not None:
+            topic = store.by_id(topic_id)
+            name = topic.name if topic else None
+        r = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.NONE, "error_message": None}
+        if name is None or name not in store.topics:
+            r["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            r["topic_id"] = store.delete(name).topic_id
+        responses.append(r)
+    return {"throttle_time_ms": 0, "responses": responses}

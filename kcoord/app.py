@@ -1,0 +1,46 @@
+"""One running kcoord: broker state, group coordinator and the TCP listener.
+
+Used by `kcoord serve`, by the pytest fixture and by tests that need a real
+server in-process.
+"""
+from __future__ import annotations
+
+from kcoord.broker import Broker
+from kcoord.config import ServerConfig
+from kcoord.server import KafkaServer
+
+
+class Kcoord:
+    def __init__(self, config: ServerConfig | None = None, clock=None):
+        self.config = config or ServerConfig()
+        self.broker = Broker(self.config)
+        self.coordinator = _make_coordinator(self.config, self.broker, clock)
+        self.broker.coordinator = self.coordinator
+        self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
+                                  self.config.max_frame_bytes)
+
+    async def start(self) -> tuple[str, int]:
+        host, port = await self.server.start()
+        # A listener on port 0 learns its port only now; advertise the real one.
+        if self.config.advertised_port in (None, 0) and self.config.listen_port == 0:
+            self.config.advertised_port = port
+        self.config.listen_port = port
+        return host, port
+
+    @property
+    def bootstrap(self) -> str:
+        host, port = self.config.advertised
+        return f"{host}:{port}"
+
+    async def close(self) -> None:
+        await self.server.close()
+        if self.coordinator is not None and hasattr(self.coordinator, "close"):
+            await self.coordinator.close()
+
+
+def _make_coordinator(config: ServerConfig, broker: Broker, clock):
+    try:
+        from kcoord.coordinator import build_coordinator
+    except ImportError:
+        return None
+    return build_coordinator(config, broker.topics, clock)

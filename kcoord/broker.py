@@ -1,0 +1,24 @@
+"""The broker: one node that owns every partition and coordinates every group.
+
+It holds the pieces handlers talk to; it knows no bytes (handlers do) and no
+group rules (the coordinator does).
+"""
+from __future__ import annotations
+
+from kcoord.config import ServerConfig
+from kcoord.log.topics import TopicStore
+
+
+class Broker:
+    def __init__(self, config: ServerConfig, coordinator=None, topics: TopicStore | None = None):
+        self.config = config
+        self.topics = topics or TopicStore(config.default_partitions)
+        self.coordinator = coordinator
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    def node(self) -> dict:
+        host, port = self.config.advertised
+        return {"node_id": self.config.node_id, "host": host, "port": port, "rack": self.config.rack}

@@ -1,0 +1,78 @@
+"""`kcoord` command line: `kcoord serve` (more subcommands join as they land)."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from kcoord.config import ServerConfig, parse_host_port
+
+
+def _serve_parser(sub) -> None:
+    p = sub.add_parser("serve", help="run the emulator")
+    p.add_argument("--listen", default="127.0.0.1:9092", help="HOST:PORT to accept clients on (default %(default)s)")
+    p.add_argument("--advertised", default=None,
+                   help="HOST:PORT clients are told to connect to (default: the listen address)")
+    p.add_argument("--data-dir", default="none",
+                   help="directory for durable state, or 'none' for in-memory only (default %(default)s)")
+    p.add_argument("--initial-rebalance-delay-ms", type=int, default=3000,
+                   help="group.initial.rebalance.delay.ms (default %(default)s, as Kafka)")
+    p.add_argument("--default-partitions", type=int, default=1,
+                   help="num.partitions for auto-created topics (default %(default)s)")
+    p.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction, default=True,
+                   help="auto.create.topics.enable (default on)")
+    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ... (default %(default)s)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kcoord", description="Kafka-compatible group coordinator emulator")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _serve_parser(sub)
+    return parser
+
+
+def config_from_args(args) -> ServerConfig:
+    host, port = parse_host_port(args.listen)
+    cfg = ServerConfig(listen_host=host, listen_port=port,
+                       data_dir=None if args.data_dir in (None, "none") else args.data_dir,
+                       auto_create_topics=args.auto_create_topics,
+                       default_partitions=args.default_partitions,
+                       initial_rebalance_delay_ms=args.initial_rebalance_delay_ms)
+    if args.advertised:
+        cfg.advertised_host, cfg.advertised_port = parse_host_port(args.advertised)
+    return cfg
+
+
+async def _serve(cfg: ServerConfig) -> None:
+    from kcoord.app import Kcoord
+
+    app = Kcoord(cfg)
+    host, port = await app.start()
+    print(f"kcoord listening on {host}:{port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await app.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.command == "serve":
+        try:
+            import uvloop  # optional: faster event loop when installed
+        except ImportError:
+            asyncio.run(_serve(config_from_args(args)))
+        else:
+            uvloop.run(_serve(config_from_args(args)))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

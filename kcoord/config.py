@@ -1,0 +1,36 @@
+"""Server configuration, with Kafka's defaults where Kafka has one."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def parse_host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        return text, default_port
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "0.0.0.0", int(port)
+
+
+@dataclass
+class ServerConfig:
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 9092
+    # What clients are told to connect to (Metadata, FindCoordinator); defaults to the listener.
+    advertised_host: str | None = None
+    advertised_port: int | None = None
+    node_id: int = 0
+    cluster_id: str = "kcoord-cluster-00000001"
+    rack: str | None = None
+    data_dir: str | None = None
+    auto_create_topics: bool = True           # auto.create.topics.enable
+    default_partitions: int = 1               # num.partitions
+    max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
+    offsets_topic_partitions: int = 50        # offsets.topic.num.partitions
+    initial_rebalance_delay_ms: int = 3000    # group.initial.rebalance.delay.ms
+
+    @property
+    def advertised(self) -> tuple[str, int]:
+        return (self.advertised_host or self.listen_host,
+                self.advertised_port if self.advertised_port is not None else self.listen_port)

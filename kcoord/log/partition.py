@@ -1,0 +1,110 @@
+"""One partition's log: record batches (v2) held in memory, offsets assigned on append."""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from wire import records as R
+
+
+class AppendError(Exception):
+    def __init__(self, code_name: str, message: str):
+        self.code_name = code_name  # an ErrorCode member name
+        super().__init__(message)
+
+
+@dataclass
+class StoredBatch:
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    data: bytes
+
+
+class Partition:
+    def __init__(self, index: int):
+        self.index = index
+        self.leader_epoch = 0
+        self.log_start_offset = 0
+        self.high_watermark = 0          # the offset the next record will get
+        self.batches: list[StoredBatch] = []
+        self._last_offsets: list[int] = []  # parallel to batches, for bisect
+        # producer id -> (epoch, last sequence) for idempotent producers
+        self._producers: dict[int, tuple[int, int]] = {}
+
+    def append(self, blob: bytes) -> int:
+        """Append every batch in `blob`; returns the base offset of the first."""
+        try:
+            batches = list(R.iter_batches(blob))
+        except R.RecordsError as err:
+            # Produce v3+ must carry magic v2 batches: Kafka answers INVALID_RECORD
+            # for older message formats and CORRUPT_MESSAGE for a bad CRC or size.
+            code = "INVALID_RECORD" if isinstance(err, R.UnsupportedMagicError) else "CORRUPT_MESSAGE"
+            raise AppendError(code, str(err)) from None
+        if not batches:
+            raise AppendError("INVALID_RECORD", "produce request carried no record batch")
+        for b in batches:
+            self._check_sequence(b)
+        first = self.high_watermark
+        for b in batches:
+            base = self.high_watermark
+            data = R.rewrite_base_offset(b.raw, base)
+            last = base + b.last_offset_delta
+            self.batches.append(StoredBatch(base, last, b.max_timestamp, data))
+            self._last_offsets.append(last)
+            self.high_watermark = last + 1
+            if b.producer_id >= 0:
+                self._producers[b.producer_id] = (b.producer_epoch, b.base_sequence + b.last_offset_delta)
+        return first
+
+    def _check_sequence(self, b) -> None:
+        if b.producer_id < 0 or b.base_sequence < 0:
+            return
+        known = self._producers.get(b.producer_id)
+        if known is None:
+            return
+        epoch, last_seq = known
+        if b.producer_epoch < epoch:
+            raise AppendError("INVALID_PRODUCER_EPOCH",
+                              f"producer {b.producer_id} epoch {b.producer_epoch} is older than {epoch}")
+        if b.producer_epoch > epoch:
+            return
+        expected = (last_seq + 1) & 0x7FFFFFFF
+        if b.base_sequence == expected:
+            return
+        if b.base_sequence <= last_seq:
+            raise AppendError("DUPLICATE_SEQUENCE_NUMBER",
+                              f"batch with sequence {b.base_sequence} was already appended")
+        raise AppendError("OUT_OF_ORDER_SEQUENCE_NUMBER",
+                          f"expected sequence {expected} from producer {b.producer_id}, got {b.base_sequence}")
+
+    def read(self, offset: int, max_bytes: int, at_least_one: bool = True) -> bytes:
+        """Whole batches from the one containing `offset`, up to `max_bytes`."""
+        i = bisect.bisect_left(self._last_offsets, offset)
+        out = []
+        size = 0
+        while i < len(self.batches):
+            data = self.batches[i].data
+            if size + len(data) > max_bytes and (out or not at_least_one):
+                break
+            out.append(data)
+            size += len(data)
+            i += 1
+        return b"".join(out)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
+        """The first offset whose batch holds a record at or after `timestamp`."""
+        for b in self.batches:
+            if b.max_timestamp >= timestamp:
+                for offset, ts in R.record_timestamps(b.data):
+                    if ts >= timestamp:
+                        return offset, ts
+        return -1, -1
+
+    def max_timestamp(self) -> tuple[int, int]:
+        best = (-1, -1)
+        for b in self.batches:
+            for offset, ts in R.record_timestamps(b.data):
+                if ts > best[1]:
+                    best = (offset, ts)
+        return best

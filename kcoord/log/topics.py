@@ -1,0 +1,110 @@
+"""Topics and partitions: the minimal broker-side log stock clients need.
+
+The coordinator sees none of this except through `TopicStore.partition_exists`.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from kcoord.log.partition import Partition
+
+# Kafka's legal topic names: [a-zA-Z0-9._-], at most 249 characters.
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class TopicError(Exception):
+    def __init__(self, code_name: str, message: str):
+        self.code_name = code_name  # an ErrorCode member name, resolved by handlers
+        super().__init__(message)
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[Partition]
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+def validate_topic_name(name: str) -> None:
+    if name in (".", ".."):
+        raise TopicError("INVALID_TOPIC_EXCEPTION", f"topic name {name!r} is illegal")
+    if not _LEGAL.match(name or ""):
+        raise TopicError("INVALID_TOPIC_EXCEPTION",
+                         f"topic name {name!r} is illegal: only [a-zA-Z0-9._-], at most 249 characters")
+
+
+class TopicStore:
+    def __init__(self, default_partitions: int = 1):
+        self.default_partitions = default_partitions
+        self.topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        # Set (and replaced) whenever any partition gets records: wakes long-polling fetches.
+        self._appended = asyncio.Event() if _loop_running() else None
+
+    # -- topics ---------------------------------------------------------------
+    def create(self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None,
+               topic_id: uuid.UUID | None = None) -> Topic:
+        validate_topic_name(name)
+        if name in self.topics:
+            raise TopicError("TOPIC_ALREADY_EXISTS", f"topic {name!r} already exists")
+        n = self.default_partitions if partitions in (None, -1) else partitions
+        if n <= 0:
+            raise TopicError("INVALID_PARTITIONS", f"number of partitions must be positive, got {n}")
+        topic = Topic(name, topic_id or uuid.uuid4(), [Partition(i) for i in range(n)], dict(configs or {}))
+        self.topics[name] = topic
+        self._by_id[topic.topic_id] = topic
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        topic = self.topics.pop(name, None)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
+        self._by_id.pop(topic.topic_id, None)
+        return topic
+
+    def get(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def partition(self, name: str, index: int) -> Partition | None:
+        topic = self.topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def partition_exists(self, topic: str, partition: int) -> bool:
+        """The one question the coordinator may ask about topics."""
+        return self.partition(topic, partition) is not None
+
+    # -- waiting for records ---------------------------------------------------
+    def notify_appended(self) -> None:
+        if self._appended is not None:
+            self._appended.set()
+            self._appended = asyncio.Event()
+
+    async def wait_appended(self, timeout_s: float) -> None:
+        if self._appended is None:
+            self._appended = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._appended.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            pass
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False

@@ -1,0 +1,135 @@
+"""The asyncio TCP listener.
+
+Each connection handles one request at a time, like a Kafka broker (which
+mutes a channel until its response is sent): responses therefore leave in
+request order even while a JoinGroup is parked, and a pipelining client simply
+waits. A malformed frame or request closes only its own connection, with the
+reason logged; every other connection keeps being served.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+
+from kcoord.api import HANDLERS, RequestContext, load_all
+from wire import codec
+from wire.codec import API_VERSIONS_KEY, UnsupportedVersionError
+from wire.errors import ErrorCode
+from wire.framing import FrameError, encode_frame, read_frame
+from wire.types import DecodeError
+
+log = logging.getLogger("kcoord.server")
+
+
+class Connection:
+    _next_id = 0
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        Connection._next_id += 1
+        self.id = Connection._next_id
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.host, self.port = peer[0], peer[1]
+        self.client_software: tuple[str, str] | None = None
+
+    def __repr__(self):
+        return f"connection {self.id} from {self.host}:{self.port}"
+
+
+class KafkaServer:
+    def __init__(self, broker, host: str, port: int, max_frame_bytes: int):
+        self.broker = broker
+        self.host = host
+        self.port = port
+        self.max_frame_bytes = max_frame_bytes
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task] = set()
+        load_all()
+
+    async def start(self) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        sock = self._server.sockets[0].getsockname()
+        self.port = sock[1]
+        return sock[0], sock[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _serve(self, reader, writer):
+        task = asyncio.current_task()
+        self._connections.add(task)
+        conn = Connection(reader, writer)
+        try:
+            await self._connection_loop(conn)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("closing %s after an internal error", conn)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except Exception:
+                pass
+
+    async def _connection_loop(self, conn: Connection) -> None:
+        while True:
+            try:
+                payload = await read_frame(conn.reader, self.max_frame_bytes)
+            except FrameError as err:
+                log.warning("closing %s: %s", conn, err)
+                return
+            if payload is None:
+                return
+            response = await self._handle(conn, payload)
+            if response is False:
+                return
+            if response is not None:
+                conn.writer.write(encode_frame(response))
+                await conn.writer.drain()
+
+    async def _handle(self, conn: Connection, payload: bytes):
+        """Returns response bytes, None (no response), or False (close the connection)."""
+        try:
+            req = codec.decode_request(payload)
+        except UnsupportedVersionError as err:
+            return self._unsupported(conn, payload, err)
+        except DecodeError as err:
+            log.warning("closing %s: malformed request: %s", conn, err)
+            return False
+        handler = HANDLERS.get(req.api_key)
+        if handler is None or not handler.min_version <= req.api_version <= handler.max_version:
+            return self._unsupported(conn, payload, UnsupportedVersionError(req.api_key, req.api_version))
+        ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
+                             req.client_id, conn.host, conn)
+        body = await handler.fn(ctx, req.body)
+        if body is None:
+            return None
+        return codec.encode_response(req.api_key, req.api_version, {"correlation_id": req.correlation_id}, body)
+
+    def _unsupported(self, conn: Connection, payload: bytes, err: UnsupportedVersionError):
+        # Kafka answers an ApiVersions request it cannot parse with a v0 response
+        # carrying UNSUPPORTED_VERSION and its ranges, so the client can retry
+        # with a version both sides know; any other unsupported request closes
+        # the connection.
+        if len(payload) >= 8:
+            api_key, _, correlation_id = struct.unpack_from(">hhi", payload, 0)
+            if api_key == API_VERSIONS_KEY:
+                from kcoord.api.api_versions import advertised_versions
+
+                body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": advertised_versions()}
+                return codec.encode_response(API_VERSIONS_KEY, 0, {"correlation_id": correlation_id}, body)
+        log.warning("closing %s: %s", conn, err)
+        return False
