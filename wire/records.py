@@ -1,0 +1,285 @@
+"""Record batches, magic v2 — the only format Kafka 4.x accepts in Produce v3+.
+
+A records blob is a sequence of batches. Each batch has a 61-byte header:
+
+    baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 |
+    crc uint32 | attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 |
+    maxTimestamp int64 | producerId int64 | producerEpoch int16 | baseSequence int32 |
+    recordsCount int32
+
+The CRC-32C (Castagnoli) covers everything from `attributes` to the end of the
+batch, so a broker can assign offsets (baseOffset) and leader epochs without
+recomputing it. Records are decoded for uncompressed and gzip batches; other
+codecs are reported, and their batches still pass through untouched.
+"""
+from __future__ import annotations
+
+import gzip
+import struct
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import crc32c as _crc32c
+
+HEADER_SIZE = 61
+_LOG_OVERHEAD = 12  # baseOffset + batchLength
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_CRC_START = 21
+
+COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+class RecordsError(ValueError):
+    """A records blob that is not a valid sequence of v2 batches."""
+
+    def __init__(self, reason: str, field: str | None = None, offset: int | None = None):
+        self.reason, self.field, self.offset = reason, field, offset
+        where = (f" in {field}" if field else "") + (f" at byte offset {offset}" if offset is not None else "")
+        super().__init__(reason + where)
+
+
+class UnsupportedMagicError(RecordsError):
+    """Message sets of magic v0/v1 (pre-0.11 formats), which Kafka 4.x no longer accepts."""
+
+    def __init__(self, magic: int, offset: int):
+        self.magic = magic
+        super().__init__(f"record batch magic v{magic} is not supported (only v2)", "magic", offset)
+
+
+class CorruptBatchError(RecordsError):
+    """CRC mismatch: the batch was altered after the producer wrote it."""
+
+
+def crc32c(data) -> int:
+    return _crc32c.crc32c(data)
+
+
+@dataclass
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    attributes: int = 0
+
+
+@dataclass
+class RecordBatch:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+    raw: bytes  # the whole batch, header included
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def compression_name(self) -> str:
+        return COMPRESSION_NAMES.get(self.compression, f"unknown({self.compression})")
+
+    @property
+    def timestamp_type(self) -> int:
+        """0 = CreateTime, 1 = LogAppendTime."""
+        return (self.attributes >> 3) & 1
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & 0x10)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & 0x20)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    def records(self) -> list[Record]:
+        return decode_records(self)
+
+
+# ---------------------------------------------------------------------------
+# batches
+# ---------------------------------------------------------------------------
+def iter_batches(blob: bytes, validate_crc: bool = True) -> Iterator[RecordBatch]:
+    """Each batch in `blob`; raises RecordsError on anything malformed (including a partial tail)."""
+    view = memoryview(blob)
+    pos = 0
+    end = len(blob)
+    while pos < end:
+        if end - pos < _LOG_OVERHEAD + 5:
+            raise RecordsError(f"truncated batch header ({end - pos} bytes left)", "batch", pos)
+        length = struct.unpack_from(">i", blob, pos + 8)[0]
+        magic = blob[pos + 16]
+        if magic != 2:
+            raise UnsupportedMagicError(magic, pos + 16)
+        if length < HEADER_SIZE - _LOG_OVERHEAD:
+            raise RecordsError(f"batchLength {length} is smaller than a v2 batch header", "batchLength", pos + 8)
+        if length > end - pos - _LOG_OVERHEAD:
+            raise RecordsError(f"batchLength {length} exceeds the {end - pos - _LOG_OVERHEAD} bytes left",
+                               "batchLength", pos + 8)
+        batch_end = pos + _LOG_OVERHEAD + length
+        fields = _HEADER.unpack_from(blob, pos)
+        if validate_crc:
+            actual = crc32c(view[pos + _CRC_START:batch_end])
+            if actual != fields[4]:
+                raise CorruptBatchError(f"CRC-32C mismatch: header says {fields[4]:#010x}, bytes give {actual:#010x}",
+                                        "crc", pos + 17)
+        if fields[12] < 0:
+            raise RecordsError(f"negative records count {fields[12]}", "recordsCount", pos + 57)
+        yield RecordBatch(*fields, raw=bytes(view[pos:batch_end]))
+        pos = batch_end
+
+
+def parse_batch(data: bytes, validate_crc: bool = True) -> RecordBatch:
+    batches = list(iter_batches(data, validate_crc))
+    if len(batches) != 1:
+        raise RecordsError(f"expected one batch, found {len(batches)}")
+    return batches[0]
+
+
+def rewrite_base_offset(batch: bytes, base_offset: int) -> bytes:
+    """The same batch at a new base offset; CRC-covered bytes are untouched, so the CRC stays valid."""
+    return struct.pack(">q", base_offset) + batch[8:]
+
+
+def rewrite_leader_epoch(batch: bytes, epoch: int) -> bytes:
+    """partitionLeaderEpoch also sits before the CRC-covered range."""
+    return batch[:12] + struct.pack(">i", epoch) + batch[16:]
+
+
+def record_timestamps(blob: bytes) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of each record; batch-level (max timestamp) where records can't be decoded."""
+    for batch in iter_batches(blob, validate_crc=False):
+        if batch.compression in (0, 1):
+            for r in decode_records(batch):
+                yield r.offset, r.timestamp
+        else:
+            yield batch.last_offset, batch.max_timestamp
+
+
+# ---------------------------------------------------------------------------
+# records inside a batch
+# ---------------------------------------------------------------------------
+def _read_varint(buf: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
+    result = shift = 0
+    for i in range(max_bytes):
+        if pos >= len(buf):
+            raise RecordsError("truncated varint", "record", pos)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+    raise RecordsError(f"varint longer than {max_bytes} bytes", "record", pos)
+
+
+def _write_varint(v: int, out: bytearray) -> None:
+    v = (v << 1) ^ (v >> 63)
+    v &= 0xFFFFFFFFFFFFFFFF
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _read_blob(buf, pos, what):
+    n, pos = _read_varint(buf, pos, 5)
+    if n < 0:
+        return None, pos
+    if n > len(buf) - pos:
+        raise RecordsError(f"{what} length {n} exceeds the {len(buf) - pos} bytes left", what, pos)
+    return bytes(buf[pos:pos + n]), pos + n
+
+
+def decode_records(batch: RecordBatch) -> list[Record]:
+    body = batch.raw[HEADER_SIZE:]
+    if batch.compression == 1:
+        body = gzip.decompress(body)
+    elif batch.compression != 0:
+        raise RecordsError(f"batch compressed with {batch.compression_name}: records not decoded")
+    out = []
+    pos = 0
+    for _ in range(batch.records_count):
+        length, pos = _read_varint(body, pos, 5)
+        end = pos + length
+        if length < 0 or end > len(body):
+            raise RecordsError(f"record length {length} exceeds the batch", "record", pos)
+        attributes = body[pos]
+        pos += 1
+        ts_delta, pos = _read_varint(body, pos, 10)
+        off_delta, pos = _read_varint(body, pos, 5)
+        key, pos = _read_blob(body, pos, "key")
+        value, pos = _read_blob(body, pos, "value")
+        n_headers, pos = _read_varint(body, pos, 5)
+        if n_headers < 0 or n_headers > end - pos:
+            raise RecordsError(f"invalid header count {n_headers}", "headers", pos)
+        headers = []
+        for _ in range(n_headers):
+            hk, pos = _read_blob(body, pos, "header key")
+            hv, pos = _read_blob(body, pos, "header value")
+            headers.append(((hk or b"").decode("utf-8", "replace"), hv))
+        if pos != end:
+            raise RecordsError(f"record length {length} does not match its content", "record", pos)
+        out.append(Record(batch.base_offset + off_delta, batch.base_timestamp + ts_delta, key, value,
+                          headers, attributes))
+    return out
+
+
+def _record_from_tuple(key, value, timestamp=0, headers=()):
+    return Record(0, timestamp, key, value, list(headers))
+
+
+def build_batch(records: list[Record] | list[tuple], base_offset: int = 0, *, compression: int = 0,
+                producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                partition_leader_epoch: int = -1, timestamp_type: int = 0, transactional: bool = False) -> bytes:
+    """A valid v2 batch. `records` are Record objects or (key, value[, timestamp[, headers]]) tuples;
+    record offsets are consecutive from `base_offset` (Record.offset is ignored)."""
+    recs = [r if isinstance(r, Record) else _record_from_tuple(*r) for r in records]
+    base_ts = min((r.timestamp for r in recs), default=0)
+    max_ts = max((r.timestamp for r in recs), default=-1)
+    body = bytearray()
+    for i, r in enumerate(recs):
+        rec = bytearray([r.attributes & 0xFF])
+        _write_varint(r.timestamp - base_ts, rec)
+        _write_varint(i, rec)
+        for blob in (r.key, r.value):
+            if blob is None:
+                _write_varint(-1, rec)
+            else:
+                _write_varint(len(blob), rec)
+                rec += blob
+        _write_varint(len(r.headers), rec)
+        for hk, hv in r.headers:
+            hkb = hk.encode("utf-8")
+            _write_varint(len(hkb), rec)
+            rec += hkb
+            if hv is None:
+                _write_varint(-1, rec)
+            else:
+                _write_varint(len(hv), rec)
+                rec += hv
+        _write_varint(len(rec), body)
+        body += rec
+    if compression == 1:
+        body = bytearray(gzip.compress(bytes(body)))
+    elif compression != 0:
+        raise ValueError(f"build_batch supports none and gzip, not {COMPRESSION_NAMES.get(compression)}")
+    attributes = compression | (timestamp_type << 3) | (0x10 if transactional else 0)
+    tail = struct.pack(">hiqqqhii", attributes, max(len(recs) - 1, 0), base_ts, max_ts, producer_id,
+                       producer_epoch, base_sequence, len(recs)) + bytes(body)
+    length = 4 + 1 + 4 + len(tail)  # leader epoch, magic, crc, then the CRC-covered part
+    return struct.pack(">qiibI", base_offset, length, partition_leader_epoch, 2, crc32c(tail)) + tail
