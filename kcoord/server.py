@@ -46,6 +46,8 @@ class KafkaServer:
         self.max_frame_bytes = max_frame_bytes
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
+        # Callables (connection, "request"|"response", payload) seeing every frame: traffic capture.
+        self.frame_observers: list = []
         load_all()
 
     async def start(self) -> tuple[str, int]:
@@ -93,10 +95,14 @@ class KafkaServer:
                 return
             if payload is None:
                 return
+            for observe in self.frame_observers:
+                observe(conn, "request", payload)
             response = await self._handle(conn, payload)
             if response is False:
                 return
             if response is not None:
+                for observe in self.frame_observers:
+                    observe(conn, "response", response)
                 conn.writer.write(encode_frame(response))
                 await conn.writer.drain()
 
