@@ -1,0 +1,33 @@
+"""Coordinator settings, with Kafka's broker defaults."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class CoordinatorConfig:
+    initial_rebalance_delay_ms: int = 3000          # group.initial.rebalance.delay.ms
+    min_session_timeout_ms: int = 6000              # group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1800000           # group.max.session.timeout.ms
+    max_group_size: int = 2**31 - 1                 # group.max.size
+    new_member_join_timeout_ms: int = 5 * 60 * 1000  # Kafka's fixed new-member join timeout
+    offsets_retention_ms: int = 10080 * 60 * 1000   # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
+    offset_metadata_max_bytes: int = 4096           # offset.metadata.max.bytes
+    offsets_topic_partitions: int = 50              # offsets.topic.num.partitions
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (UTF-16 code units, 32-bit overflow)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def offsets_partition_for(group_id: str, partitions: int = 50) -> int:
+    """The __consumer_offsets partition (hence the coordinator) of a group, as Kafka computes it."""
+    h = java_string_hash(group_id)
+    # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 rather than overflowing.
+    return (0 if h == -(2**31) else abs(h)) % partitions

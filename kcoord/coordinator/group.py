@@ -1,0 +1,155 @@
+"""The classic group and its members: data plus the rules that only read it."""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from kcoord.coordinator.state import GroupState, check_transition
+
+
+@dataclass
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]   # (name, metadata), in the member's preference order
+    assignment: bytes = b""
+    join_callback: Callable | None = None  # set while a JoinGroup is parked
+    sync_callback: Callable | None = None  # set while a SyncGroup is parked
+    is_new: bool = False
+    last_heartbeat_ms: int = 0
+
+    @property
+    def is_static(self) -> bool:
+        return self.instance_id is not None
+
+    @property
+    def awaiting_join(self) -> bool:
+        return self.join_callback is not None
+
+    @property
+    def awaiting_sync(self) -> bool:
+        return self.sync_callback is not None
+
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, meta in self.protocols:
+            if name == protocol:
+                return meta
+        raise KeyError(protocol)
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        return self.protocols == protocols
+
+    def vote(self, candidates: set[str]) -> str:
+        return next(name for name in self.protocol_names() if name in candidates)
+
+
+@dataclass
+class Group:
+    group_id: str
+    created_ms: int
+    state: GroupState = GroupState.EMPTY
+    state_since_ms: int = 0
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)    # instance id -> member id
+    pending_members: set[str] = field(default_factory=set)          # ids handed out with MEMBER_ID_REQUIRED
+    pending_sync: set[str] = field(default_factory=set)             # members yet to SyncGroup this generation
+    new_member_added: bool = False
+    initial_delay_active: bool = False   # InitialDelayedJoin running: never completes early
+    initial_rebalance_remaining_ms: int = 0
+    emptied_at_ms: int | None = None     # when the group last became Empty (offset retention)
+
+    # ---- state ----
+    def is_in(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def transition(self, target: GroupState, now_ms: int) -> None:
+        check_transition(self.group_id, self.state, target)
+        self.state = target
+        self.state_since_ms = now_ms
+        if target is GroupState.EMPTY:
+            self.emptied_at_ms = now_ms
+
+    def can_rebalance(self) -> bool:
+        return self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY)
+
+    # ---- members ----
+    def add(self, member: Member) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
+            del self.static_members[member.instance_id]
+        self.pending_sync.discard(member_id)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def static_member_id(self, instance_id: str | None) -> str | None:
+        return None if instance_id is None else self.static_members.get(instance_id)
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def awaiting_join_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.awaiting_join)
+
+    def has_all_members_joined(self) -> bool:
+        return self.awaiting_join_count() == len(self.members) and not self.pending_members
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    # ---- protocols ----
+    def candidate_protocols(self) -> set[str]:
+        members = list(self.members.values())
+        if not members:
+            return set()
+        names = set(members[0].protocol_names())
+        for m in members[1:]:
+            names &= set(m.protocol_names())
+        return names
+
+    def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
+        if not self.members:
+            return bool(protocol_type) and bool(names)
+        return protocol_type == self.protocol_type and bool(self.candidate_protocols() & set(names))
+
+    def select_protocol(self) -> str:
+        """Each member votes for its most preferred protocol all members support; most votes wins.
+
+        Kafka breaks ties by hash-map order; kcoord breaks them by the order in
+        which members cast their votes (join order), which is deterministic.
+        """
+        candidates = self.candidate_protocols()
+        votes = Counter(m.vote(candidates) for m in self.members.values())
+        best = max(votes.values())
+        return next(name for name in votes if votes[name] == best)
+
+    def member_metadata_for_leader(self) -> list[tuple[str, str | None, bytes]]:
+        return [(m.member_id, m.instance_id, m.metadata(self.protocol_name)) for m in self.members.values()]

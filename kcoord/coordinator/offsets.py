@@ -1,0 +1,57 @@
+"""Committed offsets per group, and their retention."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_ms: int
+    expire_ms: int | None = None   # explicit expiry (OffsetCommit v2-4 retention_time_ms)
+
+
+class OffsetStore:
+    def __init__(self):
+        self._groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+
+    def commit(self, group_id: str, topic: str, partition: int, value: CommittedOffset) -> None:
+        self._groups.setdefault(group_id, {})[(topic, partition)] = value
+
+    def get(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
+        return self._groups.get(group_id, {}).get((topic, partition))
+
+    def all(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+        return dict(self._groups.get(group_id, {}))
+
+    def has_offsets(self, group_id: str) -> bool:
+        return bool(self._groups.get(group_id))
+
+    def delete(self, group_id: str, topic: str, partition: int) -> bool:
+        offsets = self._groups.get(group_id, {})
+        return offsets.pop((topic, partition), None) is not None
+
+    def delete_group(self, group_id: str) -> int:
+        return len(self._groups.pop(group_id, {}))
+
+    def groups(self) -> list[str]:
+        return list(self._groups)
+
+    def expire(self, group_id: str, now_ms: int, retention_ms: int, base_ms: int | None) -> list[tuple[str, int]]:
+        """Remove offsets past retention. `base_ms` is when the group became Empty;
+        None means each offset ages from its own commit time (simple groups)."""
+        offsets = self._groups.get(group_id, {})
+        expired = []
+        for key, value in list(offsets.items()):
+            if value.expire_ms is not None:
+                due = now_ms >= value.expire_ms
+            else:
+                due = now_ms - (value.commit_ms if base_ms is None else base_ms) >= retention_ms
+            if due:
+                del offsets[key]
+                expired.append(key)
+        if not offsets:
+            self._groups.pop(group_id, None)
+        return expired
