@@ -370,6 +370,8 @@ class GroupCoordinator:
         else:
             self.timer.schedule(_join_key(group.group_id), group.rebalance_timeout_ms(),
                                 lambda: self._complete_join(group.group_id))
+            # Like Kafka's tryCompleteElseWatch: a DelayedJoin may be complete already.
+            self._maybe_complete_join(group)
         self._changed(group)
 
     def _initial_join_expired(self, group_id: str) -> None:
