@@ -27,7 +27,7 @@ run: $(STAMP)
 	$(VENV)/bin/kcoord serve --listen 127.0.0.1:9092 --data-dir .kcoord-data
 
 test: $(TSTAMP)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --cov=kcoord/coordinator --cov-report=term
 
 clean:
 	rm -rf $(VENV) .kcoord-data

@@ -6,6 +6,7 @@ call. The manual timer lets tests move time by hand: no sleeps, no sockets.
 """
 from __future__ import annotations
 
+import abc
 import asyncio
 import heapq
 import itertools
@@ -13,20 +14,24 @@ import time
 from typing import Callable
 
 
-class Timer:
-    """Abstract timer service."""
+class Timer(abc.ABC):
+    """The timer service the coordinator is given."""
 
+    @abc.abstractmethod
     def now_ms(self) -> int:
-        raise NotImplementedError
+        """Current time in epoch milliseconds."""
 
+    @abc.abstractmethod
     def schedule(self, key: str, delay_ms: int, callback: Callable[[], None]) -> None:
-        raise NotImplementedError
+        """Run `callback` after `delay_ms`, replacing any timer with the same key."""
 
+    @abc.abstractmethod
     def cancel(self, key: str) -> None:
-        raise NotImplementedError
+        """Forget the timer with this key, if any."""
 
+    @abc.abstractmethod
     def is_scheduled(self, key: str) -> bool:
-        raise NotImplementedError
+        """Whether a timer with this key is pending."""
 
 
 class AsyncioTimer(Timer):

@@ -1,0 +1,67 @@
+"""A parked JoinGroup holds back later requests on its connection, like a Kafka broker."""
+import socket
+import struct
+import time
+
+from kcoord.testing.plugin import start_server
+from wire import codec
+from wire.framing import encode_frame
+
+
+def _recv_frame(sock):
+    def exact(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            assert chunk, "server closed the connection"
+            buf += chunk
+        return buf
+    size = struct.unpack(">i", exact(4))[0]
+    return exact(size)
+
+
+def test_responses_leave_in_request_order_while_join_is_parked():
+    server = start_server(initial_rebalance_delay_ms=1500)
+    try:
+        host, port = server.bootstrap.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            join = codec.encode_request(11, 3, {"correlation_id": 1, "client_id": "raw"}, {
+                "group_id": "order", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+                "member_id": "", "protocol_type": "consumer", "protocols": [{"name": "range", "metadata": b""}]})
+            versions = codec.encode_request(18, 0, {"correlation_id": 2, "client_id": "raw"}, {})
+            metadata = codec.encode_request(3, 1, {"correlation_id": 3, "client_id": "raw"}, {"topics": []})
+            started = time.monotonic()
+            sock.sendall(encode_frame(join) + encode_frame(versions) + encode_frame(metadata))
+            seen = []
+            for _ in range(3):
+                payload = _recv_frame(sock)
+                seen.append((struct.unpack_from(">i", payload)[0], time.monotonic() - started))
+        assert [c for c, _ in seen] == [1, 2, 3]
+        # ApiVersions waited behind the parked join (the initial delay), not answered first.
+        assert seen[1][1] >= 1.4
+    finally:
+        server.stop()
+
+
+def test_malformed_frame_closes_only_its_connection():
+    server = start_server()
+    try:
+        host, port = server.bootstrap.rsplit(":", 1)
+        good = socket.create_connection((host, int(port)), timeout=5)
+        bad = socket.create_connection((host, int(port)), timeout=5)
+        bad.sendall(struct.pack(">i", 8) + struct.pack(">hhi", 11, 3, 7))  # header only: body missing
+        assert bad.recv(10) == b""  # closed
+        good.sendall(encode_frame(codec.encode_request(18, 3, {"correlation_id": 9, "client_id": "g"},
+                                                       {"client_software_name": "t", "client_software_version": "1"})))
+        header, body = codec.decode_response(18, 3, _recv_frame(good))
+        assert header.correlation_id == 9 and body.error_code == 0
+        good.sendall(encode_frame(struct.pack(">hhih", 18, 99, 10, -1)))  # unknown ApiVersions version
+        header, body = codec.decode_response(18, 0, _recv_frame(good))
+        assert header.correlation_id == 10 and body.error_code == 35
+        assert {a.api_key for a in body.api_keys} >= {11, 12, 13, 14}
+        good.sendall(struct.pack(">i", -5))  # negative frame size: closed
+        assert good.recv(10) == b""
+        bad.close()
+        good.close()
+    finally:
+        server.stop()
