@@ -9,14 +9,13 @@ from wire.errors import ErrorCode
 GROUP, TRANSACTION = 0, 1
 
 
-def _answer(ctx, key_type):
+def _answer(ctx, key_type, key):
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, {"node_id": -1, "host": "", "port": -1}
-    unavailable = getattr(ctx.broker, "coordinator_unavailable", None)
-    if unavailable is not None:
-        code = unavailable(ctx)
-        if code:
-            return code, {"node_id": -1, "host": "", "port": -1}
+    # While a group's coordinator is "not available" (fault injection), so is finding it;
+    # NOT_COORDINATOR / LOAD_IN_PROGRESS still point clients here, as a real cluster would.
+    if key_type == GROUP and ctx.broker.coordinator.core.availability(key) == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, {"node_id": -1, "host": "", "port": -1}
     node = ctx.broker.node()
     return ErrorCode.NONE, {"node_id": node["node_id"], "host": node["host"], "port": node["port"]}
 
@@ -25,10 +24,10 @@ def _answer(ctx, key_type):
 async def find_coordinator(ctx, req):
     key_type = req.get("key_type", GROUP)
     if ctx.api_version < 4:
-        code, node = _answer(ctx, key_type)
+        code, node = _answer(ctx, key_type, req.key)
         return {"throttle_time_ms": 0, "error_code": code, "error_message": None, **node}
     coordinators = []
     for key in req.coordinator_keys:
-        code, node = _answer(ctx, key_type)
+        code, node = _answer(ctx, key_type, key)
         coordinators.append({"key": key, "error_code": code, "error_message": None, **node})
     return {"throttle_time_ms": 0, "coordinators": coordinators}

@@ -128,6 +128,10 @@ class GroupCoordinator:
         self.offsets = OffsetStore()
         # Called after every change to a group: lets waiters (wait_for) re-check.
         self.on_change: Callable[[str], None] | None = None
+        # Groups this node pretends not to coordinate right now (None: every group), and the
+        # error that says so: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or
+        # COORDINATOR_LOAD_IN_PROGRESS, as a broker would answer during failover or loading.
+        self.unavailable: dict[str | None, ErrorCode] = {}
         self._schedule_retention()
 
     # ------------------------------------------------------------------ util
@@ -157,6 +161,16 @@ class GroupCoordinator:
     def group(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
 
+    def availability(self, group_id: str) -> ErrorCode:
+        """NONE, or the error every group request for `group_id` gets while it is unavailable."""
+        return self.unavailable.get(group_id) or self.unavailable.get(None) or ErrorCode.NONE
+
+    def set_unavailable(self, error: ErrorCode, group_id: str | None = None) -> None:
+        self.unavailable[group_id] = error
+
+    def set_available(self, group_id: str | None = None) -> None:
+        self.unavailable.pop(group_id, None)
+
     def _new_member_id(self, client_id: str) -> str:
         return f"{client_id}-{uuid.uuid4()}"
 
@@ -168,6 +182,8 @@ class GroupCoordinator:
                    reason: str | None = None) -> None:
         if not group_id:
             return respond(JoinResult(ErrorCode.INVALID_GROUP_ID, member_id))
+        if self.availability(group_id):
+            return respond(JoinResult(self.availability(group_id), member_id))
         if not (self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms):
             return respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
         if rebalance_timeout_ms < 0:  # JoinGroup v0 has none: Kafka uses the session timeout
@@ -503,6 +519,8 @@ class GroupCoordinator:
     def sync_group(self, group_id: str, member_id: str, generation_id: int, instance_id: str | None,
                    protocol_type: str | None, protocol_name: str | None,
                    assignments: dict[str, bytes], respond: Callable[[SyncResult], None]) -> None:
+        if self.availability(group_id):
+            return respond(SyncResult(self.availability(group_id)))
         group = self.groups.get(group_id)
         if group is None:
             return respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -540,6 +558,8 @@ class GroupCoordinator:
 
     # ============================================================== Heartbeat
     def heartbeat(self, group_id: str, member_id: str, generation_id: int, instance_id: str | None) -> ErrorCode:
+        if self.availability(group_id):
+            return self.availability(group_id)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -560,6 +580,8 @@ class GroupCoordinator:
 
     # ============================================================= LeaveGroup
     def leave_group(self, group_id: str, leaving: list[LeaveMember]) -> LeaveResult:
+        if self.availability(group_id):
+            return LeaveResult(self.availability(group_id))
         group = self.groups.get(group_id)
         if group is None:
             return LeaveResult(ErrorCode.NONE, [(m.member_id, m.instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
@@ -626,7 +648,8 @@ class GroupCoordinator:
         if not group_id:
             return OffsetCommitResult(ErrorCode.INVALID_GROUP_ID,
                                       [(p.topic, p.partition, ErrorCode.INVALID_GROUP_ID) for p in partitions])
-        group, error = self._validate_offset_commit(group_id, member_id, generation_id, instance_id, version)
+        group, error = (None, self.availability(group_id)) if self.availability(group_id) else \
+            self._validate_offset_commit(group_id, member_id, generation_id, instance_id, version)
         if error:
             return OffsetCommitResult(error, [(p.topic, p.partition, error) for p in partitions])
         member = group.members.get(member_id)
@@ -652,6 +675,8 @@ class GroupCoordinator:
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None) -> tuple[ErrorCode, list[FetchedOffset]]:
         """Committed offsets; unknown groups/partitions give offset -1 without error, as Kafka does."""
+        if self.availability(group_id):
+            return self.availability(group_id), []
         group = self.groups.get(group_id)
         if group is not None and group.is_in(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
@@ -710,6 +735,8 @@ class GroupCoordinator:
 
     # =============================================================== Admin
     def describe_group(self, group_id: str) -> GroupDescription:
+        if self.availability(group_id):
+            return GroupDescription(group_id, self.availability(group_id), "", "", "", [])
         group = self.groups.get(group_id)
         if group is None:
             return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, "Dead", "", "", [])

@@ -170,3 +170,23 @@ def test_every_event_kind_has_a_line_or_is_silent_on_purpose():
     h.c.bus.publish(h.events[0])  # a failing subscriber is logged, not raised
     undo = h.c.bus.subscribe(lambda e: None)
     undo()
+
+
+@pytest.mark.parametrize("error", [E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR, E.COORDINATOR_LOAD_IN_PROGRESS])
+def test_unavailable_coordinator_answers_every_group_api(error):
+    h = Harness()
+    [m] = h.stable_group(1)
+    h.c.set_unavailable(error, "g")
+    assert h.join().error == error
+    assert h.sync(m, 1).error == error
+    assert h.heartbeat(m, 1) == error
+    assert h.leave(m).error == error
+    assert h.commit(member_id=m, generation=1).error == error
+    assert h.c.fetch_offsets("g", None)[0] == error
+    assert h.c.describe_group("g").error == error
+    assert h.join(group="other").error == E.MEMBER_ID_REQUIRED  # other groups are served
+    h.c.set_unavailable(error)  # every group
+    assert h.join(group="other").error == error
+    h.c.set_available()
+    h.c.set_available("g")
+    assert h.heartbeat(m, 1) == E.NONE
