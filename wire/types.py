@@ -173,38 +173,34 @@ def _decode_utf8(b):
     return b.decode("utf-8")
 
 
-def r_string(io):
-    n = _I16.unpack(r_exact(io, 2))[0]
+def _prefixed(io, n, nullable, what):
+    """The n bytes after a length prefix; n == -1 is null where the field is nullable."""
     if n < 0:
-        raise ValueError(f"negative string length {n} in a non-nullable string")
-    _len_in(io, n, "string")
-    return _decode_utf8(r_exact(io, n))
+        if nullable and n == -1:
+            return None
+        raise ValueError(f"invalid {what} length {n}" + ("" if nullable else f" in a non-nullable {what}"))
+    _len_in(io, n, what)
+    return r_exact(io, n)
+
+
+def _text(b):
+    return None if b is None else _decode_utf8(b)
+
+
+def r_string(io):
+    return _decode_utf8(_prefixed(io, _I16.unpack(r_exact(io, 2))[0], False, "string"))
 
 
 def r_nstring(io):
-    n = _I16.unpack(r_exact(io, 2))[0]
-    if n == -1:
-        return None
-    if n < 0:
-        raise ValueError(f"invalid nullable string length {n}")
-    _len_in(io, n, "string")
-    return _decode_utf8(r_exact(io, n))
+    return _text(_prefixed(io, _I16.unpack(r_exact(io, 2))[0], True, "string"))
 
 
 def r_cstring(io):
-    n = r_uvarint(io) - 1
-    if n < 0:
-        raise ValueError("null in a non-nullable compact string")
-    _len_in(io, n, "string")
-    return _decode_utf8(r_exact(io, n))
+    return _decode_utf8(_prefixed(io, r_uvarint(io) - 1, False, "string"))
 
 
 def r_cnstring(io):
-    n = r_uvarint(io) - 1
-    if n < 0:
-        return None
-    _len_in(io, n, "string")
-    return _decode_utf8(r_exact(io, n))
+    return _text(_prefixed(io, r_uvarint(io) - 1, True, "string"))
 
 
 def _utf8(v):
@@ -244,37 +240,19 @@ def w_cnstring(v, io):
 
 
 def r_bytes(io):
-    n = _I32.unpack(r_exact(io, 4))[0]
-    if n < 0:
-        raise ValueError(f"negative length {n} in non-nullable bytes")
-    _len_in(io, n, "bytes")
-    return r_exact(io, n)
+    return _prefixed(io, _I32.unpack(r_exact(io, 4))[0], False, "bytes")
 
 
 def r_nbytes(io):
-    n = _I32.unpack(r_exact(io, 4))[0]
-    if n == -1:
-        return None
-    if n < 0:
-        raise ValueError(f"invalid nullable bytes length {n}")
-    _len_in(io, n, "bytes")
-    return r_exact(io, n)
+    return _prefixed(io, _I32.unpack(r_exact(io, 4))[0], True, "bytes")
 
 
 def r_cbytes(io):
-    n = r_uvarint(io) - 1
-    if n < 0:
-        raise ValueError("null in non-nullable compact bytes")
-    _len_in(io, n, "bytes")
-    return r_exact(io, n)
+    return _prefixed(io, r_uvarint(io) - 1, False, "bytes")
 
 
 def r_cnbytes(io):
-    n = r_uvarint(io) - 1
-    if n < 0:
-        return None
-    _len_in(io, n, "bytes")
-    return r_exact(io, n)
+    return _prefixed(io, r_uvarint(io) - 1, True, "bytes")
 
 
 def _bytes(v):

@@ -18,7 +18,7 @@ def _collect(ctx, req):
     responses = []
     for t in req.topics:
         name = t.get("topic")
-        topic = store.get(name) if name is not None else store.by_id(t.get("topic_id"))
+        topic = store.resolve(name, t.get("topic_id"))
         parts = []
         for p in t.partitions:
             r = {"partition_index": p.partition, "error_code": ErrorCode.NONE, "high_watermark": -1,

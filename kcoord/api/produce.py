@@ -15,7 +15,7 @@ async def produce(ctx, req):
     responses = []
     for topic_data in req.topic_data:
         name = topic_data.get("name")
-        topic = store.get(name) if name is not None else store.by_id(topic_data.get("topic_id"))
+        topic = store.resolve(name, topic_data.get("topic_id"))
         partition_responses = []
         for pd in topic_data.partition_data:
             r = {"index": pd.index, "error_code": ErrorCode.NONE, "base_offset": -1,

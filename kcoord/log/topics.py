@@ -77,6 +77,10 @@ class TopicStore:
     def by_id(self, topic_id: uuid.UUID) -> Topic | None:
         return self._by_id.get(topic_id)
 
+    def resolve(self, name: str | None, topic_id: uuid.UUID | None) -> Topic | None:
+        """A topic by name, or by id where the request version names topics by id."""
+        return self.topics.get(name) if name is not None else self._by_id.get(topic_id)
+
     def partition(self, name: str, index: int) -> Partition | None:
         topic = self.topics.get(name)
         if topic is None or not 0 <= index < len(topic.partitions):
