@@ -341,14 +341,9 @@ class GroupCoordinator:
         self._emit(E.MEMBER_REPLACED, group, member=new, reason=reason, old_member_id=old_id)
         if group.is_in(S.STABLE):
             if group.protocol_name == group.select_protocol():
-                leader = group.is_leader(new_id)
-                if leader and not supports_skip_assignment:
-                    # Before KIP-814 a static leader cannot skip the assignment, so it
-                    # must compute one: that takes a rebalance.
-                    new.join_callback = respond
-                    self._maybe_prepare_rebalance(group, f"leader {new_id} rejoined with an unknown member id "
-                                                         f"and cannot skip the assignment")
-                    return
+                # No rebalance. A leader that can skip the assignment (v9+, KIP-814) gets the
+                # member list to rebuild its state; an older one gets none and must not assign.
+                leader = group.is_leader(new_id) and supports_skip_assignment
                 self._schedule_heartbeat(group, new, new.session_timeout_ms)
                 self._emit(E.STATIC_REJOIN_NO_REBALANCE, group, member=new, reason=reason, old_member_id=old_id)
                 return respond(self._join_result(group, new, with_members=leader, skip_assignment=leader))
@@ -623,7 +618,7 @@ class GroupCoordinator:
     def _validate_offset_commit(self, group_id, member_id, generation_id, instance_id, version):
         group = self.groups.get(group_id)
         if group is None:
-            if generation_id < 0 and member_id == UNKNOWN_MEMBER:
+            if generation_id < 0:  # admin client or a consumer without group management
                 group = Group(group_id, created_ms=self.now(), state_since_ms=self.now())
                 group.emptied_at_ms = None  # a simple group: offsets age from their commit time
                 self.groups[group_id] = group

@@ -33,7 +33,7 @@ def test_static_follower_restart_keeps_generation_and_assignment():
     assert "static_rejoin_no_rebalance" in h.kinds() and "member_replaced" in h.kinds()
 
 
-def test_static_leader_rejoin_skips_assignment_from_v9_and_rebalances_before():
+def test_static_leader_rejoin_never_rebalances_and_gets_members_only_from_v9():
     h = Harness(initial_rebalance_delay_ms=3000)
     ids, leader, gen = _static_stable(h)
     leader_instance = next(i for i, m in ids.items() if m == leader)
@@ -44,7 +44,9 @@ def test_static_leader_rejoin_skips_assignment_from_v9_and_rebalances_before():
     h2 = Harness(initial_rebalance_delay_ms=3000)
     ids2, leader2, gen2 = _static_stable(h2)
     old = h2.join(instance=next(i for i, m in ids2.items() if m == leader2), version=8)
-    assert not old.done and h2.group().state is S.PREPARING_REBALANCE
+    # As Kafka's staticMemberRejoinWithLeaderIdAndUnknownMemberId: same generation, no members.
+    assert old.done and old.result.generation_id == gen2 and old.result.members == []
+    assert not old.result.skip_assignment and h2.group().state is S.STABLE
 
 
 def test_static_rejoin_rebalances_only_if_the_selected_protocol_would_change():
