@@ -104,7 +104,12 @@ public class KcoordJavaClient {
                 ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(200));
                 seen += records.count();
                 if (records.count() > 0) {
-                    emit("{\"event\":\"records\",\"count\":" + records.count() + ",\"total\":" + seen + "}");
+                    StringBuilder offs = new StringBuilder("[");
+                    for (ConsumerRecord<String, String> r : records) {
+                        if (offs.length() > 1) offs.append(",");
+                        offs.append("[").append(r.partition()).append(",").append(r.offset()).append("]");
+                    }
+                    emit("{\"event\":\"records\",\"count\":" + records.count() + ",\"total\":" + seen + ",\"offsets\":" + offs.append("]") + "}");
                     if (commit) c.commitSync();
                 }
             }
