@@ -5,6 +5,8 @@ server in-process.
 """
 from __future__ import annotations
 
+import collections
+
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
 from kcoord.server import KafkaServer
@@ -16,6 +18,10 @@ class Kcoord:
         self.broker = Broker(self.config)
         self.coordinator = _make_coordinator(self.config, self.broker, clock)
         self.broker.coordinator = self.coordinator
+        # The latest coordinator events, for tests and (later) the admin endpoint.
+        self.recorded_events: collections.deque = collections.deque(maxlen=10000)
+        if self.coordinator is not None:
+            self.coordinator.core.bus.subscribe(self.recorded_events.append)
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
                                   self.config.max_frame_bytes)
 

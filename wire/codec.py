@@ -237,6 +237,7 @@ class Request:
     api_version: int
     header: Message
     body: Message
+    trailing_bytes: int = 0  # bytes after the body, ignored as Kafka ignores them
 
     @property
     def correlation_id(self) -> int:
@@ -265,15 +266,17 @@ def peek_request_header(payload: bytes) -> Message:
 
 
 def decode_request(payload: bytes) -> Request:
-    """Decode a request frame (without size prefix) into header and body."""
+    """Decode a request frame (without size prefix) into header and body; trailing bytes are ignored."""
     if len(payload) < 4:
         raise DecodeError("request shorter than its api key and version", "RequestHeader", 0)
     api_key, api_version = _API_KEY_VERSION.unpack_from(payload, 0)
     body_layout = message(api_key, api_version, "request")
     io = BytesIO(payload)
     header = _request_header(request_header_version(api_key, api_version)).decode_from(io)
-    body = body_layout.decode_from(io, require_end=True)
-    return Request(api_key, api_version, header, body)
+    body = body_layout.decode_from(io)
+    # Kafka's request parser ignores bytes after the body, and librdkafka 2.16 sends
+    # some (e.g. 3 extra bytes in Metadata v13), so they are counted, not refused.
+    return Request(api_key, api_version, header, body, len(payload) - io.tell())
 
 
 def encode_request(api_key: int, api_version: int, header: dict, body: dict) -> bytes:

@@ -90,17 +90,25 @@ public class KcoordJavaClient {
         return b.append("]").toString();
     }
 
+    static volatile boolean stopping = false;
+
     static void consume() throws Exception {
         int count = Integer.parseInt(opt("count", "-1"));
+        Thread main = Thread.currentThread();
+        // SIGTERM: leave the group cleanly (close sends LeaveGroup), as a real service would.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping = true;
+            try { main.join(10000); } catch (InterruptedException ignored) { }
+        }));
         long deadline = System.currentTimeMillis() + 1000L * Long.parseLong(opt("max-seconds", "60"));
         boolean commit = flags.contains("commit");
         int seen = 0;
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps())) {
             c.subscribe(Collections.singletonList(req("topic")), new ConsumerRebalanceListener() {
                 public void onPartitionsRevoked(Collection<TopicPartition> parts) { emit("{\"event\":\"revoked\",\"partitions\":" + tps(parts) + "}"); }
-                public void onPartitionsAssigned(Collection<TopicPartition> parts) { emit("{\"event\":\"assigned\",\"partitions\":" + tps(parts) + ",\"generation\":" + c.groupMetadata().generationId() + "}"); }
+                public void onPartitionsAssigned(Collection<TopicPartition> parts) { emit("{\"event\":\"assigned\",\"partitions\":" + tps(parts) + ",\"owned\":" + tps(c.assignment()) + ",\"generation\":" + c.groupMetadata().generationId() + "}"); }
             });
-            while (System.currentTimeMillis() < deadline && (count < 0 || seen < count)) {
+            while (!stopping && System.currentTimeMillis() < deadline && (count < 0 || seen < count)) {
                 ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(200));
                 seen += records.count();
                 if (records.count() > 0) {

@@ -35,9 +35,12 @@ def test_every_truncation_is_a_decode_error(cut):
         codec.decode_request(payload[:cut])
 
 
-def test_trailing_bytes_rejected():
+def test_trailing_bytes_ignored_in_requests_but_refused_in_a_single_message():
+    req = codec.decode_request(_join_v5() + b"\x00\x01\x02")  # as Kafka's parser does
+    assert req.trailing_bytes == 3 and req.body.group_id == "g"
+    layout = codec.message(12, 3, "request")
     with pytest.raises(DecodeError, match="trailing"):
-        codec.decode_request(_join_v5() + b"\x00")
+        layout.decode(layout.encode({"group_id": "g", "generation_id": 1, "member_id": "m"}) + b"\x00")
 
 
 def test_negative_string_length():
