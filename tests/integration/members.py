@@ -42,8 +42,9 @@ class Member:
         for line in self.proc.stdout:
             if line.startswith("{"):
                 event = json.loads(line)
-                if "partitions" in event:  # the Java driver names partitions [topic, p]
-                    event["partitions"] = sorted(p[1] if isinstance(p, list) else p for p in event["partitions"])
+                for key in ("partitions", "owned"):  # the Java driver names partitions [topic, p]
+                    if key in event:
+                        event[key] = sorted(p[1] if isinstance(p, list) else p for p in event[key])
                 with self._lock:
                     self.events.append(event)
 
@@ -58,6 +59,17 @@ class Member:
                 break
             time.sleep(0.05)
         raise AssertionError(f"{self.client} member: no {kind!r} event within {timeout}s; saw {self.events}")
+
+    def wait_for(self, predicate, timeout: float = 60) -> dict:
+        """The first event satisfying `predicate`, waiting for it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                found = next((e for e in self.events if predicate(e)), None)
+            if found is not None:
+                return found
+            time.sleep(0.05)
+        raise AssertionError(f"{self.client} member: no matching event within {timeout}s; saw {self.events}")
 
     def stop(self, timeout: float = 30) -> None:
         if self.proc.poll() is None:

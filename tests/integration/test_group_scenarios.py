@@ -152,3 +152,32 @@ def test_duplicate_instance_id_fences_the_older_member(server, client):
         first.stop()
         if second:
             second.stop()
+
+
+@pytest.mark.parametrize("client", ["confluent", "java"])
+def test_cooperative_sticky_revokes_only_moved_partitions(server, client):
+    members = [Member(client, server.bootstrap, "scen", "coop", assignor="cooperative-sticky") for _ in range(2)]
+    try:
+        _wait(server, "coop", state="Stable", members=2)
+        for m in members:
+            m.wait_event("assigned")
+        marks = [len(m.events) for m in members]
+        owned_before = [set(_owned(m)) for m in members]
+        assert owned_before[0] | owned_before[1] == set(range(PARTITIONS))
+        third = Member(client, server.bootstrap, "scen", "coop", assignor="cooperative-sticky")
+        members.append(third)
+        # the third member's partitions arrive in the cooperative protocol's follow-up rebalance
+        got = third.wait_for(lambda e: e["event"] == "assigned" and e["partitions"])
+        moved = set(got["partitions"])
+        assert 3 <= len(moved) <= 5
+        for m, mark, before in zip(members, marks, owned_before):
+            revoked = {p for e in m.events[mark:] if e["event"] == "revoked" for p in e["partitions"]}
+            assert revoked and revoked <= before and revoked <= moved  # only what moved, never all
+            assert revoked != before
+    finally:
+        for m in members:
+            m.stop()
+
+
+def _owned(member):
+    return next(e for e in reversed(member.events) if e["event"] == "assigned")["owned"]
