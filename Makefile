@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test install install-test clean
+.PHONY: run test install install-test clean bench
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,3 +31,9 @@ test: $(TSTAMP)
 
 clean:
 	rm -rf $(VENV) .kcoord-data
+
+# Speed figures, side by side with peers (not part of `make test`).
+bench: $(TSTAMP)
+	$(PIP) install -q -e '.[test,bench]'
+	$(PY) bench/codec.py
+	$(PY) bench/rebalance.py

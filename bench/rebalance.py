@@ -303,7 +303,8 @@ def main():
                             row["notes"].append(f"{client} N={n}: {type(exc).__name__}: {exc}")
                 if "delay 3000" not in name:
                     try:
-                        row["heartbeats"] = asyncio.run(_heartbeats(bootstrap, raw_members, seconds))
+                        row["heartbeats"] = asyncio.run(asyncio.wait_for(
+                            _heartbeats(bootstrap, raw_members, seconds), timeout=seconds + 120))
                     except Exception as exc:
                         row["notes"].append(f"heartbeats: {type(exc).__name__}: {exc}")
         except Exception as exc:

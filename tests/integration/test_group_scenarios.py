@@ -55,7 +55,7 @@ def test_members_started_together_form_one_generation(server, client, n):
             m.stop()
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "confluent"])
+@pytest.mark.parametrize("client", CLIENTS)
 def test_sixteen_members(server, client):
     members = _start(server, client, 16, "sixteen")
     try:
