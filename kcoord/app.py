@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 
+from kcoord.admin_http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
 from kcoord.server import KafkaServer
@@ -24,6 +25,9 @@ class Kcoord:
             self.coordinator.core.bus.subscribe(self.recorded_events.append)
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
                                   self.config.max_frame_bytes)
+        # Features add their routes here before start().
+        self.http = (AdminHttp(self.config.http_host, self.config.http_port)
+                     if self.config.http_host is not None else None)
 
     async def start(self) -> tuple[str, int]:
         host, port = await self.server.start()
@@ -31,6 +35,8 @@ class Kcoord:
         if self.config.advertised_port in (None, 0) and self.config.listen_port == 0:
             self.config.advertised_port = port
         self.config.listen_port = port
+        if self.http is not None:
+            await self.http.start()
         return host, port
 
     @property
@@ -39,6 +45,8 @@ class Kcoord:
         return f"{host}:{port}"
 
     async def close(self) -> None:
+        if self.http is not None:
+            await self.http.close()
         await self.server.close()
         if self.coordinator is not None and hasattr(self.coordinator, "close"):
             await self.coordinator.close()

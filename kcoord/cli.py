@@ -23,6 +23,8 @@ def _serve_parser(sub) -> None:
                    help="num.partitions for auto-created topics (default %(default)s)")
     p.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction, default=True,
                    help="auto.create.topics.enable (default on)")
+    p.add_argument("--http", default=None, metavar="HOST:PORT",
+                   help="serve the HTTP admin endpoint (/healthz, ...) on HOST:PORT (default: off)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ... (default %(default)s)")
 
 
@@ -40,6 +42,8 @@ def config_from_args(args) -> ServerConfig:
                        auto_create_topics=args.auto_create_topics,
                        default_partitions=args.default_partitions,
                        initial_rebalance_delay_ms=args.initial_rebalance_delay_ms)
+    if args.http:
+        cfg.http_host, cfg.http_port = parse_host_port(args.http, default_port=8080)
     if args.advertised:
         cfg.advertised_host, cfg.advertised_port = parse_host_port(args.advertised)
     return cfg
@@ -51,6 +55,8 @@ async def _serve(cfg: ServerConfig) -> None:
     app = Kcoord(cfg)
     host, port = await app.start()
     print(f"kcoord listening on {host}:{port}", flush=True)
+    if app.http is not None:
+        print(f"kcoord admin endpoint on http://{app.http.host}:{app.http.port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

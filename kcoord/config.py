@@ -29,6 +29,9 @@ class ServerConfig:
     max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     offsets_topic_partitions: int = 50        # offsets.topic.num.partitions
     initial_rebalance_delay_ms: int = 3000    # group.initial.rebalance.delay.ms
+    # The HTTP admin endpoint (`--http`); None keeps it off.
+    http_host: str | None = None
+    http_port: int = 0
 
     @property
     def advertised(self) -> tuple[str, int]:
