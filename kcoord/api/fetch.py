@@ -1,4 +1,4 @@
-"""Fetch (key 1), v4-17: long-polling reads of the in-memory partitions.
+"""Fetch (key 1), v4-18: long-polling reads of the in-memory partitions.
 
 Sessionless only: answering with session id 0 makes every client send full
 fetch requests (KIP-227 allows a broker to decline sessions). Transactions are
@@ -45,7 +45,7 @@ def _collect(ctx, req):
     return responses, total
 
 
-@handles(1, "Fetch", 4, 17)
+@handles(1, "Fetch", 4, 18)
 async def fetch(ctx, req):
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(req.max_wait_ms, 0) / 1000

@@ -1,24 +1,36 @@
-"""ListOffsets (key 2), v1-11: earliest, latest, by timestamp, max timestamp."""
+"""ListOffsets (key 2), v1-11: earliest, latest, by timestamp, max timestamp; the tiered
+sentinels answer "no offset" since nothing is tiered."""
 from kcoord.api import handles
 from wire.errors import ErrorCode
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
 
 
-def _lookup(partition, timestamp):
-    """(offset, timestamp) for one query, as Kafka answers it."""
-    if timestamp == LATEST or timestamp == LATEST_TIERED:
+# The first ListOffsets version that may carry each sentinel timestamp (Kafka's
+# ReplicaManager answers an older request using one with UNSUPPORTED_VERSION).
+_SENTINEL_MIN_VERSION = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9,
+                         EARLIEST_PENDING_UPLOAD: 11}
+UNKNOWN = (-1, -1)
+
+
+def _lookup(partition, timestamp, version):
+    """(offset, timestamp) for one query as Kafka answers it, or None when unsupported."""
+    if timestamp < 0 and version < _SENTINEL_MIN_VERSION.get(timestamp, 2**15):
+        return None
+    if timestamp == LATEST:
         return partition.high_watermark, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return partition.log_start_offset, -1
     if timestamp == MAX_TIMESTAMP:
         return partition.max_timestamp()
-    if timestamp < 0:
-        return None
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        # Nothing is ever tiered here: Kafka answers "no such offset" for a
+        # topic without remote storage.
+        return UNKNOWN
     return partition.offset_for_timestamp(timestamp)
 
 
-@handles(2, "ListOffsets", 1, 10)
+@handles(2, "ListOffsets", 1, 11)
 async def list_offsets(ctx, req):
     store = ctx.broker.topics
     topics = []
@@ -31,12 +43,13 @@ async def list_offsets(ctx, req):
             if partition is None:
                 r["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                found = _lookup(partition, p.timestamp)
+                found = _lookup(partition, p.timestamp, ctx.api_version)
                 if found is None:
                     r["error_code"] = ErrorCode.UNSUPPORTED_VERSION
                 else:
                     r["offset"], r["timestamp"] = found
-                    r["leader_epoch"] = partition.leader_epoch
+                    if r["offset"] >= 0:  # "not found" carries no epoch, as in Kafka
+                        r["leader_epoch"] = partition.leader_epoch
             parts.append(r)
         topics.append({"name": t.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -8,7 +8,7 @@ from kcoord.log.partition import AppendError
 from wire.errors import ErrorCode
 
 
-@handles(0, "Produce", 3, 11, may_skip_response=True)
+@handles(0, "Produce", 3, 13, may_skip_response=True)
 async def produce(ctx, req):
     store = ctx.broker.topics
     appended = False
@@ -22,7 +22,9 @@ async def produce(ctx, req):
                  "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [], "error_message": None}
             partition = None if topic is None else store.partition(topic.name, pd.index)
             if partition is None:
-                r["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                # v13+ names topics by id only: an id nobody knows is UNKNOWN_TOPIC_ID.
+                r["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic is None
+                                   else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif req.transactional_id is not None:
                 r["error_code"] = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
                 r["error_message"] = "kcoord does not implement transactions"
