@@ -25,11 +25,20 @@ class Kcoord:
             self.coordinator.core.bus.subscribe(self.recorded_events.append)
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
                                   self.config.max_frame_bytes)
+        self.storage = None
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)
                      if self.config.http_host is not None else None)
 
     async def start(self) -> tuple[str, int]:
+        if self.config.data_dir is not None and self.coordinator is not None:
+            from kcoord.storage import DurableState
+
+            # Loaded on the loop: restored members' session timers are loop timers.
+            self.storage = DurableState(self.config.data_dir, self.coordinator.core, self.broker.topics,
+                                        self.config.fsync, self.config.fsync_interval_ms)
+            self.storage.load()
+            await self.storage.start()
         host, port = await self.server.start()
         # A listener on port 0 learns its port only now; advertise the real one.
         if self.config.advertised_port in (None, 0) and self.config.listen_port == 0:
@@ -50,6 +59,8 @@ class Kcoord:
         await self.server.close()
         if self.coordinator is not None and hasattr(self.coordinator, "close"):
             await self.coordinator.close()
+        if self.storage is not None:
+            await self.storage.close()
 
 
 def _make_coordinator(config: ServerConfig, broker: Broker, clock):

@@ -17,6 +17,10 @@ def _serve_parser(sub) -> None:
                    help="HOST:PORT clients are told to connect to (default: the listen address)")
     p.add_argument("--data-dir", default="none",
                    help="directory for durable state, or 'none' for in-memory only (default %(default)s)")
+    p.add_argument("--fsync", choices=("always", "interval", "never"), default="interval",
+                   help="when state writes are fsynced: after each write, every --fsync-interval-ms, or never "
+                        "(default %(default)s; a killed process loses nothing either way, see README)")
+    p.add_argument("--fsync-interval-ms", type=int, default=100, help="(default %(default)s)")
     p.add_argument("--initial-rebalance-delay-ms", type=int, default=3000,
                    help="group.initial.rebalance.delay.ms (default %(default)s, as Kafka)")
     p.add_argument("--default-partitions", type=int, default=1,
@@ -39,6 +43,7 @@ def config_from_args(args) -> ServerConfig:
     host, port = parse_host_port(args.listen)
     cfg = ServerConfig(listen_host=host, listen_port=port,
                        data_dir=None if args.data_dir in (None, "none") else args.data_dir,
+                       fsync=args.fsync, fsync_interval_ms=args.fsync_interval_ms,
                        auto_create_topics=args.auto_create_topics,
                        default_partitions=args.default_partitions,
                        initial_rebalance_delay_ms=args.initial_rebalance_delay_ms)

@@ -23,7 +23,9 @@ class ServerConfig:
     node_id: int = 0
     cluster_id: str = "kcoord-cluster-00000001"
     rack: str | None = None
-    data_dir: str | None = None
+    data_dir: str | None = None               # None: state lives in memory only
+    fsync: str = "interval"                   # always | interval | never (see kcoord.storage.record_log)
+    fsync_interval_ms: int = 100
     auto_create_topics: bool = True           # auto.create.topics.enable
     default_partitions: int = 1               # num.partitions
     max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes

@@ -652,7 +652,7 @@ class GroupCoordinator:
             self._schedule_heartbeat(group, member, member.session_timeout_ms)  # a commit is a heartbeat
         now = self.now()
         results = []
-        committed = 0
+        committed = []
         for p in partitions:
             if p.metadata is not None and len(p.metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
                 results.append((p.topic, p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
@@ -663,9 +663,9 @@ class GroupCoordinator:
                     p.offset, p.leader_epoch, p.metadata or "", now,
                     now + retention_ms if retention_ms is not None and retention_ms >= 0 else None))
                 results.append((p.topic, p.partition, ErrorCode.NONE))
-                committed += 1
+                committed.append((p.topic, p.partition))
         if committed:
-            self._emit(E.OFFSETS_COMMITTED, group, member=member, count=committed)
+            self._emit(E.OFFSETS_COMMITTED, group, member=member, count=len(committed), partitions=committed)
         return OffsetCommitResult(ErrorCode.NONE, results)
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None) -> tuple[ErrorCode, list[FetchedOffset]]:
@@ -696,12 +696,16 @@ class GroupCoordinator:
         if not group.is_in(S.EMPTY) and subscribed_topics is not None:
             subscribed = subscribed_topics(group)
         results = []
+        deleted = []
         for topic, partition in partitions:
             if topic in subscribed:
                 results.append((topic, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
             else:
-                self.offsets.delete(group_id, topic, partition)
+                if self.offsets.delete(group_id, topic, partition):
+                    deleted.append((topic, partition))
                 results.append((topic, partition, ErrorCode.NONE))
+        if deleted:
+            self._emit(E.OFFSETS_DELETED, group, count=len(deleted), partitions=deleted)
         return ErrorCode.NONE, results
 
     def _schedule_retention(self) -> None:
@@ -717,7 +721,7 @@ class GroupCoordinator:
             base = None if group is None or group.protocol_type is None else group.emptied_at_ms
             expired = self.offsets.expire(group_id, now, self.config.offsets_retention_ms, base)
             if expired and group is not None:
-                self._emit(E.OFFSETS_EXPIRED, group, count=len(expired))
+                self._emit(E.OFFSETS_EXPIRED, group, count=len(expired), partitions=expired)
             if group is not None and group.is_in(S.EMPTY) and not self.offsets.has_offsets(group_id):
                 self._make_dead(group)
         self._schedule_retention()
@@ -758,6 +762,62 @@ class GroupCoordinator:
         self.offsets.delete_group(group_id)
         self._make_dead(group)
         return ErrorCode.NONE
+
+    # ===================================================== durable state
+    def persisted_group(self, group_id: str) -> dict | None:
+        """What a restarted coordinator needs to rebuild a group (Kafka's GroupMetadata record)."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(S.DEAD):
+            return None
+        return {
+            "group_id": group.group_id, "generation": group.generation, "created_ms": group.created_ms,
+            "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
+            "leader_id": group.leader_id, "emptied_at_ms": group.emptied_at_ms,
+            "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
+                         "client_host": m.client_host, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                         "session_timeout_ms": m.session_timeout_ms, "protocol_type": m.protocol_type,
+                         "protocols": list(m.protocols), "assignment": m.assignment}
+                        for m in group.members.values()],
+        }
+
+    def load_group(self, record: dict) -> Group:
+        """Rebuild a group from `persisted_group`'s record after a restart.
+
+        Static members come back with their assignment and a fresh session timer,
+        so a static member that keeps heartbeating carries on without a rebalance.
+        Dynamic members are not restored: they must rejoin, as after a coordinator
+        failover. When that leaves static members holding only part of the
+        assignment, a rebalance starts so the departed members' partitions move.
+        """
+        now = self.now()
+        group = Group(record["group_id"], record["created_ms"], state_since_ms=now,
+                      generation=record["generation"], protocol_type=record["protocol_type"],
+                      emptied_at_ms=record.get("emptied_at_ms"))
+        kept = [m for m in record["members"] if m["instance_id"] is not None]
+        for m in kept:
+            group.add(Member(m["member_id"], m["instance_id"], m["client_id"], m["client_host"],
+                             m["rebalance_timeout_ms"], m["session_timeout_ms"], m["protocol_type"],
+                             [tuple(p) for p in m["protocols"]], assignment=m["assignment"]))
+        self.groups[group.group_id] = group
+        if not kept:
+            group.emptied_at_ms = group.emptied_at_ms or now
+            return group
+        group.protocol_name = record["protocol_name"]
+        if record["leader_id"] in group.members:
+            group.leader_id = record["leader_id"]
+        group.state = S.STABLE
+        for member in group.members.values():
+            self._schedule_heartbeat(group, member, member.session_timeout_ms)
+        if len(kept) < len(record["members"]):
+            self._prepare_rebalance(group, "dynamic members were not restored after a coordinator restart")
+        return group
+
+    def load_offset(self, group_id: str, topic: str, partition: int, value: CommittedOffset) -> None:
+        """Restore one committed offset; a simple group (offsets but no metadata) comes back Empty."""
+        self.offsets.commit(group_id, topic, partition, value)
+        if group_id not in self.groups:
+            # No metadata record: a simple group, whose offsets age from their commit time.
+            self.groups[group_id] = Group(group_id, value.commit_ms, state_since_ms=self.now())
 
     # ========================================================= fault hooks
     def expire_member_now(self, group_id: str, member_id: str) -> bool:

@@ -22,6 +22,7 @@ EMPTY = "empty"
 DEAD = "dead"
 OFFSETS_COMMITTED = "offsets_committed"
 OFFSETS_EXPIRED = "offsets_expired"
+OFFSETS_DELETED = "offsets_deleted"
 STATIC_REJOIN_NO_REBALANCE = "static_rejoin_no_rebalance"
 
 

@@ -31,6 +31,8 @@ class Partition:
         self._last_offsets: list[int] = []  # parallel to batches, for bisect
         # producer id -> (epoch, last sequence) for idempotent producers
         self._producers: dict[int, tuple[int, int]] = {}
+        # Told of every batch stored, offsets assigned, before the producer hears back (durable state).
+        self.on_append = None
 
     def append(self, blob: bytes) -> int:
         """Append every batch in `blob`; returns the base offset of the first."""
@@ -46,16 +48,28 @@ class Partition:
         for b in batches:
             self._check_sequence(b)
         first = self.high_watermark
+        stored = []
         for b in batches:
             base = self.high_watermark
-            data = R.rewrite_base_offset(b.raw, base)
-            last = base + b.last_offset_delta
-            self.batches.append(StoredBatch(base, last, b.max_timestamp, data))
-            self._last_offsets.append(last)
-            self.high_watermark = last + 1
-            if b.producer_id >= 0:
-                self._producers[b.producer_id] = (b.producer_epoch, b.base_sequence + b.last_offset_delta)
+            stored.append(self._store(R.rewrite_base_offset(b.raw, base), b))
+        if self.on_append is not None:
+            self.on_append(stored)
         return first
+
+    def restore(self, data: bytes) -> None:
+        """Put back a batch stored before a restart (offsets already assigned)."""
+        self._store(data, R.parse_batch(data))
+
+    def _store(self, data: bytes, b) -> StoredBatch:
+        base = self.high_watermark
+        last = base + b.last_offset_delta
+        stored = StoredBatch(base, last, b.max_timestamp, data)
+        self.batches.append(stored)
+        self._last_offsets.append(last)
+        self.high_watermark = last + 1
+        if b.producer_id >= 0:
+            self._producers[b.producer_id] = (b.producer_epoch, b.base_sequence + b.last_offset_delta)
+        return stored
 
     def _check_sequence(self, b) -> None:
         if b.producer_id < 0 or b.base_sequence < 0:

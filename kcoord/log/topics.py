@@ -47,6 +47,8 @@ class TopicStore:
         self.default_partitions = default_partitions
         self.topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        # Told of topics created and deleted and of batches appended (durable state).
+        self.observer = None
         # Set (and replaced) whenever any partition gets records: wakes long-polling fetches.
         self._appended = asyncio.Event() if _loop_running() else None
 
@@ -62,6 +64,8 @@ class TopicStore:
         topic = Topic(name, topic_id or uuid.uuid4(), [Partition(i) for i in range(n)], dict(configs or {}))
         self.topics[name] = topic
         self._by_id[topic.topic_id] = topic
+        if self.observer is not None:
+            self.observer.topic_created(topic)
         return topic
 
     def delete(self, name: str) -> Topic:
@@ -69,6 +73,8 @@ class TopicStore:
         if topic is None:
             raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", f"topic {name!r} does not exist")
         self._by_id.pop(topic.topic_id, None)
+        if self.observer is not None:
+            self.observer.topic_deleted(topic)
         return topic
 
     def get(self, name: str) -> Topic | None:

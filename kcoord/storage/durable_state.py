@@ -1,0 +1,217 @@
+"""kcoord's state on disk: committed offsets, group metadata, topics and their records.
+
+Like Kafka's `__consumer_offsets`, it is a log of keyed records where the last
+record for a key wins and a tombstone deletes it; compaction rewrites the log
+as one record per live key. Records are written from the coordinator's event
+stream and the topic store's observer, which run before a request's response
+is sent, so anything a client was told succeeded is on disk (in the OS at least;
+see `record_log` for the fsync policies).
+
+Record payloads: one type byte, then JSON (metadata) or a binary batch.
+  G group metadata (the coordinator's `persisted_group`)  g group tombstone
+  O committed offset                                        o offset tombstone
+  T topic                                                   t topic tombstone
+  B record batch: u16 name length, name, i32 partition, batch bytes (offsets assigned)
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import struct
+import uuid
+from pathlib import Path
+
+from kcoord.coordinator import events as E
+from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.storage.record_log import RecordLog
+
+log = logging.getLogger("kcoord.storage")
+
+LOG_FILE = "state.log"
+# Compact once the log is this large and twice the size it had after the last compaction.
+COMPACT_MIN_BYTES = 16 * 1024 * 1024
+
+# Events after which Kafka writes a group's metadata record (or its tombstone).
+_GROUP_WRITTEN_ON = frozenset({E.STABLE, E.EMPTY, E.MEMBER_REPLACED, E.STATIC_REJOIN_NO_REBALANCE})
+_BATCH = struct.Struct(">H")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text)
+
+
+def _json(kind: bytes, value) -> bytes:
+    return kind + json.dumps(value, separators=(",", ":")).encode()
+
+
+def encode_group(record: dict) -> dict:
+    members = [{**m, "protocols": [[name, _b64(meta)] for name, meta in m["protocols"]],
+                "assignment": _b64(m["assignment"])} for m in record["members"]]
+    return {**record, "members": members}
+
+
+def decode_group(value: dict) -> dict:
+    members = [{**m, "protocols": [(name, _unb64(meta)) for name, meta in m["protocols"]],
+                "assignment": _unb64(m["assignment"])} for m in value["members"]]
+    return {**value, "members": members}
+
+
+class DurableState:
+    def __init__(self, data_dir: str | Path, coordinator_core, topics, fsync: str = "interval",
+                 fsync_interval_ms: int = 100, compact_min_bytes: int = COMPACT_MIN_BYTES):
+        self.dir = Path(data_dir)
+        self.core = coordinator_core
+        self.topics = topics
+        self.log = RecordLog(self.dir / LOG_FILE, fsync)
+        self.fsync_interval_ms = fsync_interval_ms
+        self.compact_min_bytes = compact_min_bytes
+        self._compacted_size = 0
+        self._sync_task: asyncio.Task | None = None
+        self.loaded = {"groups": 0, "offsets": 0, "topics": 0, "batches": 0}
+
+    # ---- start-up ------------------------------------------------------
+    def load(self) -> None:
+        """Rebuild topics, records, groups and offsets from the log, then start recording."""
+        groups: dict[str, dict] = {}
+        offsets: dict[tuple[str, str, int], dict] = {}
+        topics: dict[str, dict] = {}
+        batches: dict[tuple[str, int], list[bytes]] = {}
+        for payload in self.log.replay():
+            kind, body = payload[:1], payload[1:]
+            if kind == b"B":
+                (n,) = _BATCH.unpack_from(body)
+                name = body[2:2 + n].decode()
+                (partition,) = struct.unpack_from(">i", body, 2 + n)
+                batches.setdefault((name, partition), []).append(body[6 + n:])
+                continue
+            value = json.loads(body)
+            if kind == b"G":
+                groups[value["group_id"]] = value
+            elif kind == b"g":
+                groups.pop(value["group_id"], None)
+                for key in [k for k in offsets if k[0] == value["group_id"]]:
+                    del offsets[key]
+            elif kind == b"O":
+                offsets[(value["g"], value["t"], value["p"])] = value
+            elif kind == b"o":
+                offsets.pop((value["g"], value["t"], value["p"]), None)
+            elif kind == b"T":
+                topics[value["name"]] = value
+            elif kind == b"t":
+                topics.pop(value["name"], None)
+                for key in [k for k in batches if k[0] == value["name"]]:
+                    del batches[key]
+            else:
+                log.warning("%s: skipping a record of unknown type %r", self.log.path, kind)
+        for t in topics.values():
+            topic = self.topics.create(t["name"], t["partitions"], t["configs"], uuid.UUID(t["id"]))
+            for partition in topic.partitions:
+                for data in batches.get((topic.name, partition.index), ()):
+                    partition.restore(data)
+                    self.loaded["batches"] += 1
+        for g in groups.values():
+            self.core.load_group(decode_group(g))
+        for o in offsets.values():
+            self.core.load_offset(o["g"], o["t"], o["p"], CommittedOffset(o["o"], o["e"], o["m"], o["c"], o["x"]))
+        self.loaded.update(groups=len(groups), offsets=len(offsets), topics=len(topics))
+        log.info("loaded %(topics)d topics (%(batches)d record batches), %(groups)d groups and "
+                 "%(offsets)d committed offsets from the data dir", self.loaded)
+        self.log.open()
+        self._compacted_size = self.log.size
+        self.topics.observer = self
+        for topic in self.topics.topics.values():
+            self._watch(topic)
+        self.core.bus.subscribe(self.on_event)
+
+    async def start(self) -> None:
+        if self.log.fsync == "interval":
+            self._sync_task = asyncio.get_running_loop().create_task(self._sync_every_interval())
+
+    async def _sync_every_interval(self) -> None:
+        while True:
+            await asyncio.sleep(self.fsync_interval_ms / 1000)
+            self.log.sync()
+
+    async def close(self) -> None:
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            await asyncio.gather(self._sync_task, return_exceptions=True)
+        self.log.close()
+
+    # ---- recording -----------------------------------------------------
+    def on_event(self, event: E.GroupEvent) -> None:
+        if event.kind in _GROUP_WRITTEN_ON:
+            record = self.core.persisted_group(event.group_id)
+            if record is not None:
+                self.log.append(_json(b"G", encode_group(record)))
+        elif event.kind == E.DEAD:
+            self.log.append(_json(b"g", {"group_id": event.group_id}))
+        elif event.kind == E.OFFSETS_COMMITTED:
+            for topic, partition in event.details["partitions"]:
+                v = self.core.offsets.get(event.group_id, topic, partition)
+                self.log.append(_json(b"O", {"g": event.group_id, "t": topic, "p": partition, "o": v.offset,
+                                             "e": v.leader_epoch, "m": v.metadata, "c": v.commit_ms,
+                                             "x": v.expire_ms}))
+        elif event.kind in (E.OFFSETS_EXPIRED, E.OFFSETS_DELETED):
+            for topic, partition in event.details["partitions"]:
+                self.log.append(_json(b"o", {"g": event.group_id, "t": topic, "p": partition}))
+        else:
+            return
+        self._maybe_compact()
+
+    def topic_created(self, topic) -> None:
+        self.log.append(_json(b"T", {"name": topic.name, "id": str(topic.topic_id),
+                                     "partitions": len(topic.partitions), "configs": topic.configs}))
+        self._watch(topic)
+
+    def topic_deleted(self, topic) -> None:
+        self.log.append(_json(b"t", {"name": topic.name}))
+
+    def _watch(self, topic) -> None:
+        for partition in topic.partitions:
+            partition.on_append = (lambda stored, name=topic.name, index=partition.index:
+                                   self._batches_appended(name, index, stored))
+
+    def _batches_appended(self, topic: str, partition: int, stored) -> None:
+        name = topic.encode()
+        head = _BATCH.pack(len(name)) + name + struct.pack(">i", partition)
+        for batch in stored:
+            self.log.append(b"B" + head + batch.data)
+        self._maybe_compact()
+
+    # ---- compaction ----------------------------------------------------
+    def _maybe_compact(self) -> None:
+        if self.log.size >= max(self.compact_min_bytes, 2 * self._compacted_size):
+            self.compact()
+
+    def snapshot(self):
+        """The whole live state as log payloads: one per key."""
+        for topic in self.topics.topics.values():
+            yield _json(b"T", {"name": topic.name, "id": str(topic.topic_id),
+                               "partitions": len(topic.partitions), "configs": topic.configs})
+            name = topic.name.encode()
+            for partition in topic.partitions:
+                head = b"B" + _BATCH.pack(len(name)) + name + struct.pack(">i", partition.index)
+                for batch in partition.batches:
+                    yield head + batch.data
+        for group_id, group in list(self.core.groups.items()):
+            if group.protocol_type is not None:  # simple groups come back from their offsets
+                record = self.core.persisted_group(group_id)
+                if record is not None:
+                    yield _json(b"G", encode_group(record))
+        for group_id in self.core.offsets.groups():
+            for (topic, partition), v in self.core.offsets.all(group_id).items():
+                yield _json(b"O", {"g": group_id, "t": topic, "p": partition, "o": v.offset, "e": v.leader_epoch,
+                                   "m": v.metadata, "c": v.commit_ms, "x": v.expire_ms})
+
+    def compact(self) -> None:
+        before = self.log.size
+        self.log.rewrite(self.snapshot())
+        self._compacted_size = self.log.size
+        log.info("compacted %s from %d to %d bytes", self.log.path, before, self.log.size)
