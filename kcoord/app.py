@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import collections
 
+from kcoord import admin_routes
 from kcoord.admin_http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
+from kcoord.metrics import Metrics
 from kcoord.server import KafkaServer
 
 
@@ -29,6 +31,10 @@ class Kcoord:
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)
                      if self.config.http_host is not None else None)
+        self.metrics = Metrics(self.coordinator.core if self.coordinator is not None else None)
+        self.server.metrics = self.metrics
+        if self.http is not None and self.coordinator is not None:
+            admin_routes.install(self)
 
     async def start(self) -> tuple[str, int]:
         if self.config.data_dir is not None and self.coordinator is not None:

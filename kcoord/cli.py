@@ -1,4 +1,4 @@
-"""`kcoord` command line: `kcoord serve` (more subcommands join as they land)."""
+"""`kcoord` command line: `kcoord serve`, `kcoord groups`, `kcoord wait`."""
 from __future__ import annotations
 
 import argparse
@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcoord", description="Kafka-compatible group coordinator emulator")
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
+    from kcoord import cli_groups
+
+    cli_groups.add_parsers(sub)
     return parser
 
 
@@ -82,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             uvloop.run(_serve(config_from_args(args)))
         return 0
-    return 2
+    return args.run(args)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 
 from kcoord.api import HANDLERS, RequestContext, load_all
+from kcoord.metrics import top_level_error
 from wire import codec
 from wire.codec import API_VERSIONS_KEY, UnsupportedVersionError
 from wire.errors import ErrorCode
@@ -48,6 +50,7 @@ class KafkaServer:
         self._connections: set[asyncio.Task] = set()
         # Callables (connection, "request"|"response", payload) seeing every frame: traffic capture.
         self.frame_observers: list = []
+        self.metrics = None  # kcoord.metrics.Metrics, set by the app
         load_all()
 
     async def start(self) -> tuple[str, int]:
@@ -120,7 +123,11 @@ class KafkaServer:
             return self._unsupported(conn, payload, UnsupportedVersionError(req.api_key, req.api_version))
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
                              req.client_id, conn.host, conn)
+        started = time.perf_counter()
         body = await handler.fn(ctx, req.body)
+        if self.metrics is not None:
+            self.metrics.observe_request(handler.name, req.api_version, top_level_error(body),
+                                         time.perf_counter() - started)
         if body is None:
             return None
         return codec.encode_response(req.api_key, req.api_version, {"correlation_id": req.correlation_id}, body)

@@ -1,0 +1,45 @@
+"""The admin endpoint's routes for looking at kcoord: /metrics, /groups, /groups/{id}."""
+from __future__ import annotations
+
+from kcoord.admin_http import HttpError, HttpResponse
+from kcoord.protocol_client import consumer_assignment
+
+
+def _member(m) -> dict:
+    return {"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
+            "client_host": m.client_host, "session_timeout_ms": m.session_timeout_ms,
+            "rebalance_timeout_ms": m.rebalance_timeout_ms,
+            "assignment": [{"topic": t, "partition": p} for t, p in consumer_assignment(m.assignment)]}
+
+
+def group_json(core, group) -> dict:
+    offsets = core.offsets.all(group.group_id)
+    return {"group_id": group.group_id, "state": str(group.state), "generation": group.generation,
+            "protocol_type": group.protocol_type, "protocol": group.protocol_name, "leader": group.leader_id,
+            "members": [_member(m) for m in group.members.values()],
+            "offsets": [{"topic": t, "partition": p, "offset": v.offset, "metadata": v.metadata,
+                         "commit_ms": v.commit_ms} for (t, p), v in sorted(offsets.items())]}
+
+
+def install(app) -> None:
+    """Add the routes to `app.http` (a Kcoord with the admin endpoint on)."""
+    http = app.http
+    core = app.coordinator.core
+
+    async def metrics(request):
+        return HttpResponse(200, app.metrics.exposition(), "text/plain; version=0.0.4; charset=utf-8")
+
+    async def groups(request):
+        return HttpResponse.json([{"group_id": g.group_id, "state": str(g.state), "generation": g.generation,
+                                   "members": g.size, "protocol_type": g.protocol_type}
+                                  for g in core.list_groups()])
+
+    async def group(request):
+        g = core.group(request.params["id"])
+        if g is None:
+            raise HttpError(404, f"no group {request.params['id']!r}")
+        return HttpResponse.json(group_json(core, g))
+
+    http.add("GET", "/metrics", metrics)
+    http.add("GET", "/groups", groups)
+    http.add("GET", "/groups/{id}", group)

@@ -1,0 +1,98 @@
+"""`kcoord groups` and `kcoord wait`: look at groups on any Kafka-compatible broker."""
+from __future__ import annotations
+
+import sys
+import time
+
+from kcoord.protocol_client import Admin, ProtocolError, consumer_assignment
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("groups", help="list groups, or describe one like kafka-consumer-groups --describe")
+    p.add_argument("--bootstrap", default="127.0.0.1:9092", help="HOST:PORT of any broker (default %(default)s)")
+    p.add_argument("--describe", metavar="GROUP", default=None, help="show members, offsets and lag of GROUP")
+    p.set_defaults(run=run_groups)
+
+    w = sub.add_parser("wait", help="wait until a group reaches a state (for scripts)")
+    w.add_argument("group")
+    w.add_argument("--bootstrap", default="127.0.0.1:9092", help="HOST:PORT of any broker (default %(default)s)")
+    w.add_argument("--state", default=None, help="Stable, Empty, PreparingRebalance, CompletingRebalance, Dead")
+    w.add_argument("--members", type=int, default=None, help="exact number of members")
+    w.add_argument("--timeout", type=float, default=60.0, help="seconds (default %(default)s)")
+    w.set_defaults(run=run_wait)
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()
+    return "\n".join([line(header)] + [line(r) for r in rows])
+
+
+def describe_rows(admin: Admin, group_id: str) -> tuple[object, list[list[str]]]:
+    group = admin.describe_group(group_id)
+    owners = {}
+    for m in group.members:
+        for tp in consumer_assignment(m.member_assignment or b""):
+            owners[tp] = m
+    committed = admin.committed_offsets(group_id)
+    partitions = sorted(set(committed) | set(owners))
+    ends = admin.log_end_offsets(partitions)
+    rows = []
+    for tp in partitions:
+        m = owners.get(tp)
+        current = committed.get(tp)
+        end = ends.get(tp)
+        lag = end - current if current is not None and end is not None else None
+        rows.append([group_id, tp[0], tp[1], "-" if current is None else current, "-" if end is None else end,
+                     "-" if lag is None else lag, m.member_id if m else "-",
+                     (m.get("group_instance_id") or "-") if m else "-", m.client_id if m else "-",
+                     m.client_host if m else "-"])
+    return group, rows
+
+
+def run_groups(args) -> int:
+    try:
+        with Admin(args.bootstrap) as admin:
+            if args.describe is None:
+                groups = admin.list_groups()
+                print(_table([list(g) for g in groups], ["GROUP", "PROTOCOL-TYPE", "STATE"]) if groups
+                      else "no groups")
+                return 0
+            group, rows = describe_rows(admin, args.describe)
+            print(f"group {args.describe}: state {group.group_state}, protocol {group.protocol_data or '-'}, "
+                  f"{len(group.members)} members")
+            if rows:
+                print(_table(rows, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                                    "MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST"]))
+            for m in group.members:
+                if not consumer_assignment(m.member_assignment or b""):
+                    print(f"member {m.member_id} ({m.client_id}@{m.client_host}) holds no partitions")
+            return 0
+    except (OSError, ProtocolError) as err:
+        print(f"kcoord groups: {err}", file=sys.stderr)
+        return 1
+
+
+def run_wait(args) -> int:
+    deadline = time.monotonic() + args.timeout
+    seen = "nothing yet"
+    while True:
+        try:
+            with Admin(args.bootstrap) as admin:
+                while True:
+                    group = admin.describe_group(args.group)
+                    seen = f"{group.group_state} with {len(group.members)} members"
+                    if ((args.state is None or group.group_state == args.state)
+                            and (args.members is None or len(group.members) == args.members)):
+                        print(f"group {args.group} is {seen}")
+                        return 0
+                    if time.monotonic() >= deadline:
+                        break
+                    time.sleep(0.2)
+        except (OSError, ProtocolError) as err:
+            seen = f"unreachable ({err})"
+        if time.monotonic() >= deadline:
+            print(f"kcoord wait: group {args.group} did not reach state={args.state} members={args.members} "
+                  f"within {args.timeout:g}s; last seen: {seen}", file=sys.stderr)
+            return 1
+        time.sleep(0.5)

@@ -1,0 +1,58 @@
+"""A static consumer that commits ever-growing offsets for its partitions, for the kill -9 test.
+
+    python -m tests.integration.committer --bootstrap B --topic T --group G --instance-id I
+
+Prints one JSON line per acknowledged commit: {"topic", "partition", "offset"}. Commits that
+fail (the server was killed mid-request) are retried with the next offset; only
+acknowledged ones are printed. Stops on SIGTERM.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import threading
+import time
+
+stop = threading.Event()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--instance-id", required=True)
+    ap.add_argument("--session-ms", type=int, default=10000)
+    a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    from kafka import KafkaConsumer
+    from kafka.structs import OffsetAndMetadata
+
+    c = KafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, group_instance_id=a.instance_id,
+                      session_timeout_ms=a.session_ms, heartbeat_interval_ms=1000, enable_auto_commit=False,
+                      reconnect_backoff_ms=50, reconnect_backoff_max_ms=500, request_timeout_ms=5000,
+                      retry_backoff_ms=100)
+    c.subscribe([a.topic])
+    offset = 0
+    while not stop.is_set():
+        try:
+            c.poll(timeout_ms=100)
+            assigned = c.assignment()
+            if not assigned:
+                continue
+            offset += 1
+            c.commit({tp: OffsetAndMetadata(offset, "", -1) for tp in assigned})
+        except Exception as exc:  # the server is down or restarting: try again
+            print(json.dumps({"event": "error", "error": type(exc).__name__}), flush=True)
+            time.sleep(0.1)
+            continue
+        for tp in assigned:
+            print(json.dumps({"topic": tp.topic, "partition": tp.partition, "offset": offset}), flush=True)
+        time.sleep(0.02)
+    c.close(autocommit=False)
+
+
+if __name__ == "__main__":
+    main()

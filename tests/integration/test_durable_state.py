@@ -1,0 +1,242 @@
+"""Durable state under --data-dir: restarts, SIGKILLs and damaged logs lose no acknowledged write."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from kcoord.storage.record_log import frame
+from kcoord.testing.plugin import start_server
+from tests.integration.test_broker_surface import Raw
+from wire.records import build_batch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _commit(raw, group, offsets, member="", generation=-1, instance=None):
+    return raw.call(8, 8, {"group_id": group, "generation_id_or_member_epoch": generation, "member_id": member,
+                           "group_instance_id": instance, "topics": [
+                               {"name": t, "partitions": [{"partition_index": p, "committed_offset": o,
+                                                           "committed_leader_epoch": -1, "committed_metadata": "m"}]}
+                               for (t, p), o in offsets.items()]})
+
+
+def _fetch(raw, group):
+    r = raw.call(9, 7, {"group_id": group, "topics": None, "require_stable": False})
+    return {(t.name, p.partition_index): p.committed_offset for t in r.topics for p in t.partitions}
+
+
+def _join(raw, group, instance=None, member=""):
+    meta = b"\x00\x01\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # consumer subscription v1 to topic "t"
+    r = raw.call(11, 5, {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
+                         "member_id": member, "group_instance_id": instance, "protocol_type": "consumer",
+                         "protocols": [{"name": "range", "metadata": meta}]})
+    if r.error_code == 79:  # MEMBER_ID_REQUIRED: rejoin with the id handed out
+        return _join(raw, group, instance, r.member_id)
+    return r
+
+
+def _sync(raw, group, join, assignment):
+    assignments = [{"member_id": m.member_id, "assignment": assignment} for m in join.members]
+    return raw.call(14, 3, {"group_id": group, "generation_id": join.generation_id, "member_id": join.member_id,
+                            "group_instance_id": None, "assignments": assignments})
+
+
+def test_restart_keeps_offsets_topics_records_and_static_members(tmp_path):
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        raw.call(3, 9, {"topics": [{"name": "t"}], "allow_auto_topic_creation": True})
+        raw.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": build_batch([(None, b"a"), (None, b"b")])}]}]})
+        assert _commit(raw, "simple", {("t", 0): 2}).topics[0].partitions[0].error_code == 0
+        static = _join(raw, "static", instance="i-1")
+        _sync(raw, "static", static, b"\x00\x01assignment")
+        dynamic_raw = Raw(server.bootstrap)
+        dynamic = _join(dynamic_raw, "dynamic")
+        _sync(dynamic_raw, "dynamic", dynamic, b"")
+        assert _commit(raw, "static", {("t", 0): 1}, static.member_id, static.generation_id,
+                       "i-1").topics[0].partitions[0].error_code == 0
+        topic_id = server.app.broker.topics.get("t").topic_id
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        assert _fetch(raw, "simple") == {("t", 0): 2}
+        assert _fetch(raw, "static") == {("t", 0): 1}
+        topic = server.app.broker.topics.get("t")
+        assert topic.topic_id == topic_id and topic.partitions[0].high_watermark == 2
+        # The static member carries on: same generation, same assignment, no rebalance.
+        hb = raw.call(12, 3, {"group_id": "static", "generation_id": static.generation_id,
+                              "member_id": static.member_id, "group_instance_id": "i-1"})
+        assert hb.error_code == 0
+        sync = raw.call(14, 3, {"group_id": "static", "generation_id": static.generation_id,
+                                "member_id": static.member_id, "group_instance_id": "i-1", "assignments": []})
+        assert (sync.error_code, sync.assignment) == (0, b"\x00\x01assignment")
+        # A dynamic member must rejoin, as after a coordinator failover.
+        hb = raw.call(12, 3, {"group_id": "dynamic", "generation_id": dynamic.generation_id,
+                              "member_id": dynamic.member_id, "group_instance_id": None})
+        assert hb.error_code == 25  # UNKNOWN_MEMBER_ID
+        assert server.app.coordinator.core.group("dynamic").generation == dynamic.generation_id
+    finally:
+        server.stop()
+
+
+def test_compaction_keeps_the_live_state_only(tmp_path):
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        raw.call(3, 9, {"topics": [{"name": "t"}], "allow_auto_topic_creation": True})
+        for i in range(200):
+            _commit(raw, "g", {("t", 0): i})
+        storage = server.app.storage
+        before = storage.log.size
+        server.call(lambda: _compact(storage))
+        assert storage.log.size < before / 20
+        _commit(raw, "g", {("t", 0): 500})
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        assert _fetch(Raw(server.bootstrap), "g") == {("t", 0): 500}
+    finally:
+        server.stop()
+
+
+async def _compact(storage):
+    storage.compact()
+
+
+def _serve(data_dir, port, http_port=None, extra=(), log=None):
+    args = [sys.executable, "-m", "kcoord", "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
+            "--initial-rebalance-delay-ms", "0", *extra]
+    if http_port:
+        args += ["--http", f"127.0.0.1:{http_port}"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE if log is None else log,
+                            text=True, cwd=ROOT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    line = proc.stdout.readline()
+    assert line.startswith("kcoord listening"), (line, proc.stderr.read() if proc.poll() is not None else "")
+    return proc
+
+
+def test_a_torn_or_garbled_tail_is_truncated_with_a_warning_and_earlier_commits_kept(tmp_path):
+    port = _free_port()
+    proc = _serve(tmp_path, port)
+    try:
+        raw = Raw(f"127.0.0.1:{port}")
+        raw.call(3, 9, {"topics": [{"name": "t"}], "allow_auto_topic_creation": True})
+        for i in range(1, 11):
+            _commit(raw, "g", {("t", 0): i})
+    finally:
+        proc.kill()
+        proc.wait(10)
+    log = tmp_path / "state.log"
+    intact = log.read_bytes()
+    for damage in (frame(b"O" + b'{"g":"g"')[:-3],                   # torn: cut mid-record
+                   b"\x00\x00\x00\x05\xde\xad\xbe\xefjunk!"):       # garbled: wrong checksum
+        log.write_bytes(intact + damage)
+        proc = _serve(tmp_path, port)
+        try:
+            assert _fetch(Raw(f"127.0.0.1:{port}"), "g") == {("t", 0): 10}
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=10)
+        assert "truncating the last" in err and f"{len(damage)} bytes" in err
+        assert log.read_bytes() == intact
+
+
+def _group(http_port, group):
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/groups/{group}", timeout=5) as r:
+        return json.load(r)
+
+
+def _wait(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except OSError as exc:
+            last = exc
+        time.sleep(0.2)
+    raise AssertionError(f"{what} within {timeout}s (last: {last})")
+
+
+@pytest.mark.integration
+def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_never_rebalance(tmp_path):
+    port, http_port = _free_port(), _free_port()
+    # The server's log, kept for a failure's diagnosis (it says why any rebalance happened).
+    server_log = open(tmp_path / "server.log", "a")
+    proc = _serve(tmp_path, port, http_port, log=server_log)
+    raw = Raw(f"127.0.0.1:{port}")
+    raw.call(19, 4, {"topics": [{"name": "k9", "num_partitions": 8, "replication_factor": 1, "assignments": [],
+                                 "configs": []}], "timeout_ms": 5000, "validate_only": False})
+    acked: dict[tuple[str, int], int] = {}
+    lock = threading.Lock()
+    committers = [subprocess.Popen([sys.executable, "-m", "tests.integration.committer", "--bootstrap",
+                                    f"127.0.0.1:{port}", "--topic", "k9", "--group", "k9",
+                                    "--instance-id", f"static-{i}"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+                  for i in range(4)]
+
+    def read(p):
+        for line in p.stdout:
+            e = json.loads(line)
+            if "offset" in e:
+                with lock:
+                    key = (e["topic"], e["partition"])
+                    acked[key] = max(acked.get(key, 0), e["offset"])
+
+    readers = [threading.Thread(target=read, args=(p,), daemon=True) for p in committers]
+    for t in readers:
+        t.start()
+    try:
+        # Settled: every member synced and committing for all 8 partitions, then the generation.
+        _wait(lambda: len(acked) == 8, 60, "commits for all 8 partitions")
+        stable = _wait(lambda: (g := _group(http_port, "k9"))["state"] == "Stable" and len(g["members"]) == 4 and g,
+                       60, "4 static members stable")
+        generation = stable["generation"]
+        for _ in range(20):
+            seen = dict(acked)
+            _wait(lambda: any(acked.get(k, 0) > v for k, v in seen.items()) or (not seen and acked),
+                  30, "a commit acknowledged since the last restart")
+            proc.kill()
+            proc.wait(10)
+            proc = _serve(tmp_path, port, http_port, log=server_log)
+        _wait(lambda: len(acked) == 8, 30, "commits for all 8 partitions")
+        after = _group(http_port, "k9")
+        assert (after["state"], after["generation"], len(after["members"])) == ("Stable", generation, 4), \
+            (tmp_path / "server.log").read_text()[-4000:]
+    finally:
+        for p in committers:
+            p.send_signal(signal.SIGTERM)
+        for p in committers:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    for t in readers:
+        t.join(5)
+    try:
+        committed = _fetch(Raw(f"127.0.0.1:{port}"), "k9")
+        lost = {k: (v, committed.get(k)) for k, v in acked.items() if committed.get(k, -1) < v}
+        assert not lost, f"acknowledged commits lost (acked, committed): {lost}"
+    finally:
+        proc.kill()
+        proc.wait(10)
