@@ -15,20 +15,23 @@ from prometheus_client.core import GaugeMetricFamily
 from kcoord.coordinator import events as E
 from kcoord.coordinator.state import GroupState
 
-# Free-text rebalance reasons become a few label values (member ids would explode cardinality).
+# Free-text rebalance reasons become a few label values (member ids would explode
+# cardinality). Rules read the coordinator's own wording, never the client's reason.
 _REASON_CATEGORIES = [
-    ("static_replacement", re.compile(r"static member|instance id", re.I)),
-    ("leader_rejoin", re.compile(r"leader", re.I)),
-    ("member_failed", re.compile(r"fail|expired|timed out|heartbeat|removing member", re.I)),
-    ("member_left", re.compile(r"leav|left", re.I)),
-    ("metadata_changed", re.compile(r"metadata|protocol", re.I)),
-    ("member_joined", re.compile(r"join|adding", re.I)),
+    ("static_replacement", re.compile(r"static member", re.I)),
+    ("leader_rejoin", re.compile(r"^leader .* re-joining", re.I)),
+    ("metadata_changed", re.compile(r"^Updating metadata", re.I)),
+    ("member_joined", re.compile(r"^Adding new member", re.I)),
+    ("member_failed", re.compile(r"heartbeat expiration|pending sync request expiration", re.I)),
+    ("member_left", re.compile(r"on LeaveGroup", re.I)),
+    ("coordinator_restart", re.compile(r"coordinator restart", re.I)),
 ]
 
 
 def reason_category(reason: str | None) -> str:
+    own = (reason or "").split("; client reason:", 1)[0]
     for name, pattern in _REASON_CATEGORIES:
-        if reason and pattern.search(reason):
+        if pattern.search(own):
             return name
     return "other"
 
