@@ -9,6 +9,10 @@ Installed with kcoord (entry point `pytest11`), so any project's tests can use:
 
 The server runs in-process on a free port with group.initial.rebalance.delay.ms
 set to 0, on its own event loop thread, so blocking and asyncio clients both work.
+State is in memory only unless the test asks otherwise with the `kcoord` marker,
+whose keywords are ServerConfig fields:
+
+    @pytest.mark.kcoord(data_dir=str(tmp_path), default_partitions=3)
 """
 from __future__ import annotations
 
@@ -30,6 +34,26 @@ class KcoordHandle:
     def app(self):
         return self._thread.app
 
+    @property
+    def config(self):
+        return self._thread.config
+
+    @property
+    def coordinator(self):
+        """The CoordinatorService (its `.core` is the pure GroupCoordinator)."""
+        return self._thread.app.coordinator
+
+    @property
+    def http_url(self) -> str | None:
+        """Base URL of the admin endpoint when started with http_host set, else None."""
+        http = self._thread.app.http
+        return None if http is None else f"http://{http.host}:{http.port}"
+
+    def committed(self, group: str) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> committed offset, read from the coordinator."""
+        core = self._thread.app.coordinator.core
+        return self._thread.call(lambda: _on_loop(lambda: {k: v.offset for k, v in core.offsets.all(group).items()}))
+
     def call(self, coro_factory, timeout: float | None = 30.0):
         return self._thread.call(coro_factory, timeout)
 
@@ -45,9 +69,19 @@ def start_server(**config) -> ServerThread:
     return ServerThread(cfg).start()
 
 
+async def _on_loop(fn):
+    return fn()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kcoord(**config): ServerConfig fields for the kcoord_server fixture "
+                                       "(e.g. data_dir=..., http_host='127.0.0.1')")
+
+
 @pytest.fixture
-def kcoord_server():
-    thread = start_server()
+def kcoord_server(request):
+    marker = request.node.get_closest_marker("kcoord")
+    thread = start_server(**(marker.kwargs if marker else {}))
     try:
         yield KcoordHandle(thread)
     finally:
