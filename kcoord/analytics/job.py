@@ -68,13 +68,14 @@ def _parse_partition(kind):
     return run
 
 
-def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shuffle_partitions: int | None = None):
+def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shuffle_partitions: int | None = 8):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     b = (SparkSession.builder.master(master).appName(app_name)
          .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")  # _Progress prints ours, one line per stage
          .config("spark.sql.session.timeZone", "UTC"))
     if shuffle_partitions is not None:
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -150,16 +151,16 @@ def compute(spark, files: list[tuple[str, str]], *, since_ms=None, until_ms=None
         events = events.where(F.col("time_ms") >= since_ms)
     if until_ms is not None:
         events = events.where(F.col("time_ms") < until_ms)
-    events = events.withColumn("time", F.timestamp_millis("time_ms"))
+    events = events.withColumn("time", F.timestamp_millis("time_ms")).cache()
 
     membership = events.where(F.col("kind") != "offset_commits").drop("time")
     rebalances_rdd = (membership.rdd.map(lambda r: (r["group_id"], r.asDict()))
                       .groupByKey()
                       .flatMap(lambda kv: rb.rebalances_for_group(kv[1]))
                       .map(lambda r: tuple(r[f] for f in rb.REBALANCE_FIELDS)))
-    rebalances = spark.createDataFrame(rebalances_rdd, rebalance_schema()).cache()
-    rebalances = (rebalances.withColumn("start", F.timestamp_millis("start_ms"))
-                  .withColumn("end", F.timestamp_millis("end_ms")))
+    rebalances = (spark.createDataFrame(rebalances_rdd, rebalance_schema())
+                  .withColumn("start", F.timestamp_millis("start_ms"))
+                  .withColumn("end", F.timestamp_millis("end_ms"))).cache()
 
     from pyspark.sql.types import LongType, StringType, StructField, StructType
     slices = rebalances.where(F.col("end_ms").isNotNull()).rdd.flatMap(
@@ -179,7 +180,7 @@ def compute(spark, files: list[tuple[str, str]], *, since_ms=None, until_ms=None
               .join(static, ["group_id", "hour_ms"], "full")
               .na.fill(0, ["stop_the_world_ms", "rebalances", "offset_commits", "static_rejoins_without_rebalance"])
               .withColumn("hour", F.timestamp_millis("hour_ms"))
-              .orderBy("group_id", "hour_ms"))
+              .orderBy("group_id", "hour_ms")).cache()
     return events, rebalances, hourly, skips
 
 

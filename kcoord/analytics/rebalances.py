@@ -16,7 +16,7 @@ _ORDER = {"member_joined": 0, "member_left": 0, "member_expired": 0, "pending_me
           "member_fenced": 0, "member_replaced": 0, "static_rejoin_no_rebalance": 1, "rebalance_started": 2,
           "join_completed": 3, "assignment_received": 4, "stable": 5, "empty": 5, "dead": 6}
 _UUID_SUFFIX = re.compile(r"^(.*)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-_REASON_MEMBER = re.compile(r"(?:[Mm]ember|Leader) (\S+?)(?:[;,]|\s|$)")
+_REASON_MEMBER = re.compile(r"(?:[Mm]ember(?:\(s\))?|[Ll]eader) (\S+?)(?:[;,]|\s|$)")
 
 CAUSES = ["member_joined", "member_left", "failed_heartbeat", "metadata_change", "leader_rejoin",
           "static_replacement", "other"]
