@@ -35,7 +35,10 @@ def plots(summary: dict) -> dict[str, str]:
         spans = [(datetime.fromtimestamp(r["start_ms"] / 1000, timezone.utc),
                   max(r["duration_ms"], 1) / 86_400_000) for r in rebs if r["group_id"] == g]
         ax.broken_barh([(matplotlib.dates.date2num(s), d) for s, d in spans], (i - 0.35, 0.7))
+        # a tick per rebalance too: over days, a few seconds' bar is thinner than a pixel
+        ax.plot([s for s, _ in spans], [i] * len(spans), "|", markersize=12, color="C1")
     ax.set_yticks(range(len(top)), top)
+    ax.invert_yaxis()
     ax.xaxis_date()
     ax.set_title("Rebalances per group (bar = PreparingRebalance → Stable)")
     fig.autofmt_xdate()
