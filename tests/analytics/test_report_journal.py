@@ -45,14 +45,16 @@ def test_rebalances_match_the_scenario(spark, scenario, report):
     assert [(r.generation_from, r.generation_to) for r in rows] == [(g, g + 1) for g in range(len(rows))]
     assert all(r.outcome == "stable" for r in rows)
     for step in steps:
-        inside = [r for r in rows if step["begin_ms"] <= r.start_ms and r.end_ms <= step["done_ms"]]
-        assert len(inside) == step["generation_to"] - step["generation_from"], step
+        inside = [r for r in rows if step["begin_ms"] <= r.start_ms < step["done_ms"]]
         # kafka-python's leader may rejoin on its own after an assignment (Kafka logs it too);
         # besides that, each step causes exactly the rebalance it stands for
-        causes = [r.cause for r in inside if r.cause != "leader_rejoin"]
-        assert causes == ([step["cause"]] if step["cause"] else []), (step, [r.cause for r in inside])
-        for r in inside:
+        caused = [r for r in inside if r.cause != "leader_rejoin"]
+        assert [r.cause for r in caused] == ([step["cause"]] if step["cause"] else []), (step, inside)
+        for r in caused:
+            assert step["generation_from"] <= r.generation_from < r.generation_to <= step["generation_to"]
+            assert r.end_ms <= step["done_ms"]
             assert 0 <= r.duration_ms <= step["done_ms"] - step["begin_ms"]
+    assert all(r.duration_ms >= 0 for r in rows)
     crash = next(r for r in rows if r.cause == "failed_heartbeat")
     joined = [r for r in rows if r.cause == "member_joined"]
     assert crash.trigger_member == joined[0].trigger_member  # the first member is the one killed
