@@ -37,3 +37,4 @@ bench: $(TSTAMP)
 	$(PIP) install -q -e '.[test,bench]'
 	$(PY) bench/codec.py
 	$(PY) bench/rebalance.py
+	$(PY) bench/report.py

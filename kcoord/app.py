@@ -25,6 +25,7 @@ class Kcoord:
         self.recorded_events: collections.deque = collections.deque(maxlen=10000)
         if self.coordinator is not None:
             self.coordinator.core.bus.subscribe(self.recorded_events.append)
+        self.journal = _open_journal(self.config, self.coordinator)
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
                                   self.config.max_frame_bytes)
         self.storage = None
@@ -67,6 +68,8 @@ class Kcoord:
             await self.coordinator.close()
         if self.storage is not None:
             await self.storage.close()
+        if self.journal is not None:
+            self.journal.close()
 
 
 def _make_coordinator(config: ServerConfig, broker: Broker, clock):
@@ -75,3 +78,14 @@ def _make_coordinator(config: ServerConfig, broker: Broker, clock):
     except ImportError:
         return None
     return build_coordinator(config, broker.topics, clock)
+
+
+def _open_journal(config: ServerConfig, coordinator):
+    from kcoord.journal import Journal, journal_path
+
+    path = journal_path(config.journal, config.data_dir)
+    if path is None or coordinator is None:
+        return None
+    journal = Journal(path, max_bytes=config.journal_max_bytes)
+    coordinator.core.bus.subscribe(journal)
+    return journal

@@ -29,7 +29,23 @@ def _serve_parser(sub) -> None:
                    help="auto.create.topics.enable (default on)")
     p.add_argument("--http", default=None, metavar="HOST:PORT",
                    help="serve the HTTP admin endpoint (/healthz, ...) on HOST:PORT (default: off)")
+    p.add_argument("--journal", default=None, metavar="PATH",
+                   help="coordinator event journal (JSON Lines): PATH, or 'none' to disable "
+                        "(default: <data-dir>/journal/events.jsonl when --data-dir is set)")
+    p.add_argument("--journal-max-bytes", type=int, default=64 * 1024 * 1024,
+                   help="rotate the journal at this size (default %(default)s)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ... (default %(default)s)")
+
+
+def _report_parser(sub) -> None:
+    p = sub.add_parser("report", help="rebalance analytics (PySpark) over kcoord journals and Kafka server logs")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="journal files, Kafka server.log files (.gz too) or directories of them")
+    p.add_argument("--out", required=True, help="output directory (Parquet tables and report.html)")
+    p.add_argument("--master", default="local[*]", help="Spark master URL (default %(default)s)")
+    p.add_argument("--since", default=None, help="only events at or after this time (ISO 8601, UTC if no zone)")
+    p.add_argument("--until", default=None, help="only events before this time (ISO 8601, UTC if no zone)")
+    p.add_argument("--log-level", default="WARNING", help="console log level (default %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kcoord import cli_groups
 
     cli_groups.add_parsers(sub)
+    _report_parser(sub)
     return parser
 
 
@@ -50,6 +67,8 @@ def config_from_args(args) -> ServerConfig:
                        auto_create_topics=args.auto_create_topics,
                        default_partitions=args.default_partitions,
                        initial_rebalance_delay_ms=args.initial_rebalance_delay_ms)
+    cfg.journal = args.journal
+    cfg.journal_max_bytes = args.journal_max_bytes
     if args.http:
         cfg.http_host, cfg.http_port = parse_host_port(args.http, default_port=8080)
     if args.advertised:
@@ -85,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             uvloop.run(_serve(config_from_args(args)))
         return 0
+    if args.command == "report":
+        from kcoord.analytics.job import run_report
+
+        return run_report(args.inputs, args.out, master=args.master, since=args.since, until=args.until)
     return args.run(args)
 
 

@@ -34,6 +34,9 @@ class ServerConfig:
     # The HTTP admin endpoint (`--http`); None keeps it off.
     http_host: str | None = None
     http_port: int = 0
+    # The event journal: None puts it under data_dir (if any), "none" turns it off, else a path.
+    journal: str | None = None
+    journal_max_bytes: int = 64 * 1024 * 1024
 
     @property
     def advertised(self) -> tuple[str, int]:

@@ -1,0 +1,103 @@
+"""The self-contained report.html: tables plus matplotlib PNGs embedded as data URIs."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from datetime import datetime, timezone
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _when(ms) -> str:
+    return "" if ms is None else datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def plots(summary: dict) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rebs = [r for r in summary["rebalances"] if r["end_ms"] is not None]
+    out = {}
+    # timeline: one row per group (the 20 groups with most stop-the-world time), a bar per rebalance
+    top = [g["group_id"] for g in summary["top_groups"]][:20]
+    fig, ax = plt.subplots(figsize=(10, 0.4 * max(len(top), 2) + 1.2))
+    for i, g in enumerate(top):
+        spans = [(datetime.fromtimestamp(r["start_ms"] / 1000, timezone.utc),
+                  max(r["duration_ms"], 1) / 86_400_000) for r in rebs if r["group_id"] == g]
+        ax.broken_barh([(matplotlib.dates.date2num(s), d) for s, d in spans], (i - 0.35, 0.7))
+        # a tick per rebalance too: over days, a few seconds' bar is thinner than a pixel
+        ax.plot([s for s, _ in spans], [i] * len(spans), "|", markersize=12, color="C1")
+    ax.set_yticks(range(len(top)), top)
+    ax.invert_yaxis()
+    ax.xaxis_date()
+    ax.set_title("Rebalances per group (bar = PreparingRebalance → Stable)")
+    fig.autofmt_xdate()
+    out["timeline"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    durations = [r["duration_ms"] / 1000 for r in rebs]
+    ax.hist(durations or [0], bins=40)
+    ax.set_xlabel("rebalance duration (s)")
+    ax.set_ylabel("rebalances")
+    ax.set_title("Duration distribution")
+    out["durations"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    causes = sorted(summary["causes"].items(), key=lambda kv: -kv[1])
+    ax.barh([c for c, _ in causes] or ["none"], [n for _, n in causes] or [0])
+    ax.invert_yaxis()
+    ax.set_xlabel("rebalances")
+    ax.set_title("Causes")
+    out["causes"] = _png(fig)
+    return out
+
+
+def _table(rows: list[dict], cols: list[str], fmt=None) -> str:
+    fmt = fmt or {}
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(fmt.get(c, lambda v: v)(r.get(c))))}</td>" for c in cols)
+                   + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def write_report(summary: dict, path) -> None:
+    p = plots(summary)
+    ms = {"start_ms": _when, "end_ms": _when, "hour_ms": _when}
+    slow = sorted((r for r in summary["rebalances"] if r["duration_ms"] is not None),
+                  key=lambda r: -r["duration_ms"])[:30]
+    skips = summary.get("skips") or {}
+    doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>kcoord rebalance report</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1.5em}}
+td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}th{{background:#eee}}</style></head><body>
+<h1>Rebalance report</h1>
+<p>{summary['inputs']} input files, {summary['events']} events, {summary['groups']} groups,
+{summary['rebalance_count']} rebalances. Skipped lines: {html.escape(str(sum(skips.values())))}
+{html.escape(str(skips)) if skips else ''}.</p>
+<h2>Timeline</h2><img src="{p['timeline']}" alt="timeline">
+<h2>Durations</h2><img src="{p['durations']}" alt="durations">
+<h2>Causes</h2><img src="{p['causes']}" alt="causes">
+<h2>Top groups by rebalance time</h2>
+{_table(summary['top_groups'], ['group_id', 'rebalances', 'total_ms', 'max_ms'])}
+<h2>Members that caused most rebalances</h2>
+{_table(summary['top_members'], ['trigger_client', 'cause', 'rebalances'])}
+<h2>Static-membership rejoins that avoided a rebalance</h2>
+{_table(summary['static_avoided'], ['group_id', 'rejoins'])}
+<h2>Worst hours (stop-the-world per group per hour)</h2>
+{_table(summary['hourly_top'], ['group_id', 'hour_ms', 'rebalances', 'stop_the_world_ms', 'offset_commits',
+                                 'static_rejoins_without_rebalance'], ms)}
+<h2>Longest rebalances</h2>
+{_table(slow, ['group_id', 'start_ms', 'duration_ms', 'cause', 'trigger_member', 'generation_from', 'generation_to',
+               'members_affected', 'outcome'], ms)}
+</body></html>"""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(doc)

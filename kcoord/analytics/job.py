@@ -1,0 +1,248 @@
+"""`kcoord report`: the PySpark job.
+
+Inputs are listed and sniffed on the driver (journal or Kafka server.log, gzip
+or not); Spark reads and parses them in parallel, computes rebalances per
+group, writes Parquet tables and hands small aggregates to the HTML report.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kcoord.analytics import events as ev
+from kcoord.analytics import rebalances as rb
+
+
+def list_inputs(inputs) -> list[tuple[str, str]]:
+    """[(path, 'journal'|'kafka-log')] for every non-empty file under `inputs`."""
+    files: list[Path] = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith("."))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise FileNotFoundError(f"input not found: {item}")
+    out = []
+    for f in files:
+        first = _first_line(f)
+        if first is not None:
+            out.append((str(f.resolve()), ev.sniff_kind(first)))
+    return out
+
+
+def _first_line(path: Path) -> str | None:
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.strip():
+                    return line
+    except (OSError, EOFError):
+        return None
+    return None
+
+
+def parse_time(text: str | None) -> int | None:
+    if text is None:
+        return None
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def _parse_partition(kind):
+    def run(lines):
+        skips: dict[str, int] = {}
+        for row in ev.parse_lines(lines, kind, "kcoord", skips):
+            yield row
+        for reason, n in skips.items():
+            yield ev.event(0, kind, None, "", "_skip", reason=reason, commits=n)
+    return run
+
+
+def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shuffle_partitions: int | None = 8):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    b = (SparkSession.builder.master(master).appName(app_name)
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")  # _Progress prints ours, one line per stage
+         .config("spark.sql.session.timeZone", "UTC"))
+    if shuffle_partitions is not None:
+        b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class _Progress:
+    """Prints Spark's task progress while a job runs (long inputs take minutes)."""
+
+    def __init__(self, sc, out=sys.stderr, every: float = 2.0):
+        self.sc, self.out, self.every = sc, out, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self):
+        tracker = self.sc.statusTracker()
+        while not self._stop.wait(self.every):
+            for sid in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(sid)
+                if info is not None and info.numTasks:
+                    print(f"[report] stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks", file=self.out,
+                          flush=True)
+
+
+def event_schema():
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    ints = {"generation", "members"}
+    longs = {"time_ms", "commits"}
+    return StructType([StructField(f, LongType() if f in longs else IntegerType() if f in ints else StringType())
+                       for f in ev.FIELDS])
+
+
+def rebalance_schema():
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    longs = {"start_ms", "end_ms", "duration_ms"}
+    ints = {"seq", "generation_from", "generation_to", "restarts", "members_before", "members_after",
+            "members_affected", "joined", "left", "failed"}
+    return StructType([StructField(f, LongType() if f in longs else IntegerType() if f in ints else StringType())
+                       for f in rb.REBALANCE_FIELDS])
+
+
+def compute(spark, files: list[tuple[str, str]], *, since_ms=None, until_ms=None):
+    """Returns (events_df, rebalances_df, hourly_df, skips dict)."""
+    from pyspark.sql import functions as F
+
+    sc = spark.sparkContext
+    rdds = []
+    for kind in ("journal", "kafka-log"):
+        paths = [p for p, k in files if k == kind]
+        if paths:
+            rdds.append(sc.textFile(",".join(paths)).mapPartitions(_parse_partition(kind)))
+    if not rdds:
+        raise ValueError("no input lines")
+    parsed = sc.union(rdds) if len(rdds) > 1 else rdds[0]
+    parsed = parsed.map(lambda r: tuple(r[f] for f in ev.FIELDS))
+    all_rows = spark.createDataFrame(parsed, event_schema()).cache()
+    skips = {r["reason"]: r["n"] for r in all_rows.where(F.col("kind") == "_skip")
+             .groupBy("reason").agg(F.sum("commits").alias("n")).collect()}
+    events = all_rows.where(F.col("kind") != "_skip")
+    if since_ms is not None:
+        events = events.where(F.col("time_ms") >= since_ms)
+    if until_ms is not None:
+        events = events.where(F.col("time_ms") < until_ms)
+    events = events.withColumn("time", F.timestamp_millis("time_ms")).cache()
+
+    membership = events.where(F.col("kind") != "offset_commits").drop("time")
+    rebalances_rdd = (membership.rdd.map(lambda r: (r["group_id"], r.asDict()))
+                      .groupByKey()
+                      .flatMap(lambda kv: rb.rebalances_for_group(kv[1]))
+                      .map(lambda r: tuple(r[f] for f in rb.REBALANCE_FIELDS)))
+    rebalances = (spark.createDataFrame(rebalances_rdd, rebalance_schema())
+                  .withColumn("start", F.timestamp_millis("start_ms"))
+                  .withColumn("end", F.timestamp_millis("end_ms"))).cache()
+
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+    slices = rebalances.where(F.col("end_ms").isNotNull()).rdd.flatMap(
+        lambda r: rb.hourly_slices({"group_id": r["group_id"], "start_ms": r["start_ms"], "end_ms": r["end_ms"]}))
+    stw = spark.createDataFrame(slices, StructType([StructField("group_id", StringType()),
+                                                    StructField("hour_ms", LongType()),
+                                                    StructField("stw_ms", LongType())]))
+    stw = stw.groupBy("group_id", "hour_ms").agg(F.sum("stw_ms").alias("stop_the_world_ms"))
+    hour = F.col("time_ms") - F.col("time_ms") % rb.HOUR_MS
+    started = (rebalances.withColumn("hour_ms", F.col("start_ms") - F.col("start_ms") % rb.HOUR_MS)
+               .groupBy("group_id", "hour_ms").agg(F.count("*").alias("rebalances")))
+    commits = (events.where(F.col("kind") == "offset_commits").withColumn("hour_ms", hour)
+               .groupBy("group_id", "hour_ms").agg(F.sum("commits").alias("offset_commits")))
+    static = (events.where(F.col("kind") == "static_rejoin_no_rebalance").withColumn("hour_ms", hour)
+              .groupBy("group_id", "hour_ms").agg(F.count("*").alias("static_rejoins_without_rebalance")))
+    hourly = (stw.join(started, ["group_id", "hour_ms"], "full").join(commits, ["group_id", "hour_ms"], "full")
+              .join(static, ["group_id", "hour_ms"], "full")
+              .na.fill(0, ["stop_the_world_ms", "rebalances", "offset_commits", "static_rejoins_without_rebalance"])
+              .withColumn("hour", F.timestamp_millis("hour_ms"))
+              .orderBy("group_id", "hour_ms")).cache()
+    return events, rebalances, hourly, skips
+
+
+def summarise(events, rebalances, hourly) -> dict:
+    from pyspark.sql import functions as F
+
+    done = rebalances.where(F.col("duration_ms").isNotNull())
+    return {
+        "events": events.count(),
+        "groups": events.select("group_id").distinct().count(),
+        "rebalances": [r.asDict() for r in rebalances.drop("start", "end").orderBy("group_id", "start_ms")
+                       .limit(50_000).collect()],
+        "rebalance_count": rebalances.count(),
+        "top_groups": [r.asDict() for r in done.groupBy("group_id")
+                       .agg(F.sum("duration_ms").alias("total_ms"), F.count("*").alias("rebalances"),
+                            F.max("duration_ms").alias("max_ms"))
+                       .orderBy(F.desc("total_ms")).limit(20).collect()],
+        "top_members": [r.asDict() for r in rebalances.where(F.col("trigger_client").isNotNull())
+                        .groupBy("trigger_client", "cause").agg(F.count("*").alias("rebalances"))
+                        .orderBy(F.desc("rebalances")).limit(20).collect()],
+        "causes": {r["cause"]: r["n"] for r in rebalances.groupBy("cause").agg(F.count("*").alias("n")).collect()},
+        "static_avoided": [r.asDict() for r in events.where(F.col("kind") == "static_rejoin_no_rebalance")
+                           .groupBy("group_id").agg(F.count("*").alias("rejoins")).orderBy(F.desc("rejoins"))
+                           .limit(20).collect()],
+        "hourly_top": [r.asDict() for r in hourly.orderBy(F.desc("stop_the_world_ms")).drop("hour")
+                       .limit(20).collect()],
+    }
+
+
+def run_report(inputs, out_dir, *, master: str = "local[*]", since: str | None = None, until: str | None = None,
+               spark=None, stream=sys.stderr) -> int:
+    from kcoord.analytics.html import write_report
+
+    t0 = time.monotonic()
+    files = list_inputs(inputs)
+    size = sum(os.path.getsize(p) for p, _ in files)
+    print(f"[report] {len(files)} input files ({size / 1e6:.1f} MB): "
+          f"{sum(k == 'journal' for _, k in files)} journals, {sum(k == 'kafka-log' for _, k in files)} broker logs",
+          file=stream, flush=True)
+    if not files:
+        print("[report] nothing to read", file=stream)
+        return 1
+    own = spark is None
+    spark = spark or spark_session(master)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        with _Progress(spark.sparkContext, stream):
+            events, rebalances, hourly, skips = compute(spark, files, since_ms=parse_time(since),
+                                                        until_ms=parse_time(until))
+            events.write.mode("overwrite").parquet(str(out / "events"))
+            rebalances.write.mode("overwrite").parquet(str(out / "rebalances"))
+            hourly.write.mode("overwrite").parquet(str(out / "group_hourly"))
+            summary = summarise(events, rebalances, hourly)
+        summary["skips"] = skips
+        summary["inputs"] = len(files)
+        write_report(summary, out / "report.html")
+    finally:
+        if own:
+            spark.stop()
+    skipped = sum(skips.values())
+    print(f"[report] {summary['events']} events, {summary['rebalance_count']} rebalances in {summary['groups']} groups; "
+          f"skipped {skipped} lines {dict(skips) if skips else ''}; {time.monotonic() - t0:.1f}s; "
+          f"wrote {out}/{{events,rebalances,group_hourly}} and {out / 'report.html'}", file=stream, flush=True)
+    return 0

@@ -1,0 +1,17 @@
+import shutil
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local SparkSession per test module: JVM start-up is the expensive part."""
+    if shutil.which("java") is None:
+        pytest.fail("kcoord report needs Java 17+ on PATH (apt-get install openjdk-17-jre-headless)")
+    try:
+        from kcoord.analytics.job import spark_session
+    except ImportError as exc:  # pragma: no cover
+        pytest.fail(f"pyspark missing ({exc}): run `make install-test` (extra 'analytics')")
+    session = spark_session("local[2]", app_name="kcoord-tests", shuffle_partitions=2)
+    yield session
+    session.stop()

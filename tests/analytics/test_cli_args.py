@@ -1,0 +1,19 @@
+"""`kcoord serve --journal ...` and `kcoord report ...` argument handling."""
+from kcoord.cli import build_parser, config_from_args
+
+
+def test_serve_journal_options_reach_the_config():
+    args = build_parser().parse_args(["serve", "--listen", "127.0.0.1:0", "--data-dir", "/tmp/x",
+                                      "--journal", "none", "--journal-max-bytes", "1000"])
+    cfg = config_from_args(args)
+    assert (cfg.data_dir, cfg.journal, cfg.journal_max_bytes) == ("/tmp/x", "none", 1000)
+    cfg = config_from_args(build_parser().parse_args(["serve", "--listen", "127.0.0.1:0"]))
+    assert (cfg.data_dir, cfg.journal) == (None, None)
+
+
+def test_report_arguments():
+    args = build_parser().parse_args(["report", "a.log", "dir", "--out", "o", "--master", "spark://h:7077",
+                                      "--since", "2025-01-01T00:00:00", "--until", "2025-01-02"])
+    assert (args.inputs, args.out, args.master, args.since, args.until) == (
+        ["a.log", "dir"], "o", "spark://h:7077", "2025-01-01T00:00:00", "2025-01-02")
+    assert build_parser().parse_args(["report", "x", "--out", "o"]).master == "local[*]"
