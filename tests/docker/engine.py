@@ -106,8 +106,19 @@ def docker_engine(timeout: float = 120.0):
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         log.close()
+        _unmount_under(root)
         # vfs keeps full copies of every layer: remove them now, not at reboot.
         subprocess.run(["rm", "-rf", "--one-file-system", str(root)], check=False)
+
+
+def _unmount_under(root: Path) -> None:
+    """Mounts dockerd left below its own exec root (e.g. netns/default), deepest first."""
+    try:
+        mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    except OSError:
+        return
+    for target in sorted((m for m in mounts if m.startswith(str(root) + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", target], check=False, capture_output=True)
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -163,11 +174,13 @@ def build_kcoord_image(engine: Engine, repo: Path, base: str, tag: str, workdir:
         else:
             shutil.copy2(src, context / name)
     wheels = context / "wheels"
+    print("pip wheel for the image", flush=True)
     run = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels),
                           f"{context}[examples]", "setuptools>=68", "wheel"],
                          capture_output=True, text=True)
     if run.returncode != 0:
         pytest.fail(f"pip wheel for the image failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}", pytrace=False)
+    print("docker build", flush=True)
     try:
         engine.client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, network_mode="host",
                                    buildargs={"BASE": base, "PIP_OPTIONS": "--no-index --find-links /src/wheels"})
