@@ -18,7 +18,23 @@ $(STAMP): $(PY) pyproject.toml
 
 $(TSTAMP): $(STAMP) pyproject.toml
 	$(PIP) install -q -e '.[test]'
+	@$(MAKE) --no-print-directory docker-tools
 	touch $@
+
+# The compose tests (tests/docker) need a docker engine + CLI, docker-compose and
+# debootstrap (a local base image: no registry is reachable). Installed with apt as root.
+DOCKER_TOOLS := docker dockerd docker-compose debootstrap
+.PHONY: docker-tools
+docker-tools:
+	@missing=""; for t in $(DOCKER_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing docker.io docker-compose debootstrap (missing:$$missing)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io docker-compose debootstrap; \
+	else \
+		echo "NOTE: missing$$missing; the docker compose tests will fail until you run:"; \
+		echo "      sudo apt-get install -y docker.io docker-compose debootstrap"; \
+	fi
 
 install: $(STAMP)
 install-test: $(TSTAMP)

@@ -1,0 +1,192 @@
+"""A docker engine for the compose tests, and the pieces they build on it.
+
+`docker_engine()` uses the engine that answers ($DOCKER_HOST or the default socket);
+when none does, it starts a private `dockerd` (vfs storage, no iptables, no bridge)
+whose data root, exec root, pidfile and socket all live in one temp dir, so it
+never meets another engine or test on the machine, and stops it afterwards.
+
+Missing tools fail the test with the command that installs them: `make test`
+installs them itself when it runs as root.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+INSTALL_HINT = ("`make install-test` installs it as root (apt-get install -y docker.io docker-compose "
+                "debootstrap); by hand: `sudo apt-get install -y docker.io docker-compose debootstrap`")
+DEBIAN_MIRROR = os.environ.get("KCOORD_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"`{name}` not found on PATH: {INSTALL_HINT}", pytrace=False)
+    return path
+
+
+def require_docker_sdk():
+    try:
+        import docker
+    except ImportError:
+        pytest.fail("the `docker` Python SDK is missing: `make install-test` installs it "
+                    "(.venv/bin/pip install -e '.[test]')", pytrace=False)
+    return docker
+
+
+@dataclass
+class Engine:
+    client: object          # docker.DockerClient
+    host: str               # the DOCKER_HOST URL it answers on
+    started_here: bool
+
+    def env(self) -> dict[str, str]:
+        """Environment for docker / docker-compose commands that talk to this engine."""
+        env = dict(os.environ, DOCKER_HOST=self.host)
+        env.pop("DOCKER_CONTEXT", None)
+        return env
+
+
+def _answering_client(docker, base_url: str | None):
+    try:
+        client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
+        client.ping()
+        return client
+    except Exception:
+        return None
+
+
+@contextlib.contextmanager
+def docker_engine(timeout: float = 120.0):
+    docker = require_docker_sdk()
+    client = _answering_client(docker, None)
+    if client is not None:
+        yield Engine(client, os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"), started_here=False)
+        client.close()
+        return
+
+    dockerd = require_tool("dockerd")
+    root = Path(tempfile.mkdtemp(prefix="kcoord-dockerd-", dir="/tmp"))  # short: unix socket paths are limited
+    sock = root / "docker.sock"
+    host = f"unix://{sock}"
+    log = open(root / "dockerd.log", "wb")
+    proc = subprocess.Popen(
+        [dockerd, "--storage-driver=vfs", "--iptables=false", "--ip6tables=false", "--bridge=none",
+         "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+         "--pidfile", str(root / "dockerd.pid"), "--host", host],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        client = None
+        while client is None:
+            if proc.poll() is not None:
+                pytest.fail(f"dockerd exited with {proc.returncode}:\n{_tail(root / 'dockerd.log')}", pytrace=False)
+            if time.monotonic() > deadline:
+                pytest.fail(f"dockerd did not answer within {timeout}s:\n{_tail(root / 'dockerd.log')}", pytrace=False)
+            time.sleep(0.5)
+            client = _answering_client(docker, host) if sock.exists() else None
+        yield Engine(client, host, started_here=True)
+        client.close()
+    finally:
+        # Only the dockerd started here (and its own containerd, which it stops).
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        log.close()
+        _unmount_under(root)
+        # vfs keeps full copies of every layer: remove them now, not at reboot.
+        subprocess.run(["rm", "-rf", "--one-file-system", str(root)], check=False)
+
+
+def _unmount_under(root: Path) -> None:
+    """Mounts dockerd left below its own exec root (e.g. netns/default), deepest first."""
+    try:
+        mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    except OSError:
+        return
+    for target in sorted((m for m in mounts if m.startswith(str(root) + "/")), key=len, reverse=True):
+        subprocess.run(["umount", "-l", target], check=False, capture_output=True)
+
+
+def _tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def import_debian_base(engine: Engine, tag: str, workdir: Path) -> str:
+    """A minimal Debian (bookworm) image with python3 and venv, made without a registry.
+
+    debootstrap builds the root filesystem from the Debian mirror apt already uses;
+    `docker import` turns it into an image. Its python3 is 3.11, kcoord's minimum.
+    """
+    debootstrap = require_tool("debootstrap")
+    rootfs = workdir / "rootfs"
+    run = subprocess.run(
+        [debootstrap, "--variant=minbase", "--include=python3,python3-venv,ca-certificates",
+         "bookworm", str(rootfs), DEBIAN_MIRROR], capture_output=True, text=True)
+    if run.returncode != 0:
+        pytest.fail(f"debootstrap failed ({run.returncode}); it needs root and the Debian mirror "
+                    f"{DEBIAN_MIRROR}:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}", pytrace=False)
+    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+    imp = subprocess.run([require_tool("docker"), "import", "-", tag], stdin=tar.stdout,
+                         env=engine.env(), capture_output=True, text=True)
+    tar.stdout.close()
+    tar.wait()
+    subprocess.run(["rm", "-rf", "--one-file-system", str(rootfs)], check=False)
+    if imp.returncode != 0:
+        pytest.fail(f"docker import failed: {imp.stderr}", pytrace=False)
+    return tag
+
+
+BUILD_CONTEXT_FILES = ["Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "wire", "kcoord", "examples"]
+
+
+def build_kcoord_image(engine: Engine, repo: Path, base: str, tag: str, workdir: Path) -> str:
+    """The project's Dockerfile built on `base`, offline.
+
+    Inside a container the only way to PyPI may be a proxy with the host's own CA, so
+    pip fetches the wheels here, with the host's pip settings, and the image installs
+    from them (--no-index): the Dockerfile's PIP_OPTIONS build argument.
+    """
+    import sys
+
+    context = workdir / "context"
+    context.mkdir()
+    for name in BUILD_CONTEXT_FILES:
+        src = repo / name
+        if src.is_dir():
+            shutil.copytree(src, context / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(src, context / name)
+    wheels = context / "wheels"
+    print("pip wheel for the image", flush=True)
+    run = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels),
+                          f"{context}[examples]", "setuptools>=68", "wheel"],
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        pytest.fail(f"pip wheel for the image failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}", pytrace=False)
+    print("docker build", flush=True)
+    try:
+        engine.client.images.build(path=str(context), tag=tag, rm=True, forcerm=True, network_mode="host",
+                                   buildargs={"BASE": base, "PIP_OPTIONS": "--no-index --find-links /src/wheels"})
+    except Exception as err:  # docker.errors.BuildError carries the build log
+        log = "".join(str(line.get("stream", line)) for line in getattr(err, "build_log", []))
+        pytest.fail(f"docker build failed: {err}\n{log[-4000:]}", pytrace=False)
+    finally:
+        shutil.rmtree(context, ignore_errors=True)
+    return tag
