@@ -10,6 +10,7 @@ import collections
 from kcoord.admin_http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
+from kcoord.fault_routes import install_faults
 from kcoord.server import KafkaServer
 
 
@@ -28,6 +29,7 @@ class Kcoord:
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)
                      if self.config.http_host is not None else None)
+        self.faults = install_faults(self)
 
     async def start(self) -> tuple[str, int]:
         host, port = await self.server.start()

@@ -25,6 +25,10 @@ def _serve_parser(sub) -> None:
                    help="auto.create.topics.enable (default on)")
     p.add_argument("--http", default=None, metavar="HOST:PORT",
                    help="serve the HTTP admin endpoint (/healthz, ...) on HOST:PORT (default: off)")
+    p.add_argument("--faults", default=None, metavar="FILE",
+                   help="fault rules active from start: a JSON or YAML list (see README, Fault injection)")
+    p.add_argument("--fault", action="append", default=[], metavar="RULE",
+                   help="one fault rule, e.g. api=Heartbeat,error=NOT_COORDINATOR,times=3 (repeatable)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ... (default %(default)s)")
 
 
@@ -32,7 +36,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcoord", description="Kafka-compatible group coordinator emulator")
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
+    _check_parser(sub)
     return parser
+
+
+def _check_parser(sub) -> None:
+    p = sub.add_parser("check", help="run the group-coordination conformance suite against a broker")
+    p.add_argument("--bootstrap", required=True, metavar="HOST:PORT")
+    p.add_argument("--clients", default="kafka-python,aiokafka,confluent,java",
+                   help="comma-separated stock clients for the client scenarios, or 'none' (default %(default)s)")
+    p.add_argument("--scenarios", default=None, help="comma-separated scenario names (default: all)")
+    p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    p.add_argument("--json", action="store_true", help="print the JSON report (see README) instead of a table")
+    p.add_argument("--log-level", default="WARNING")
 
 
 def config_from_args(args) -> ServerConfig:
@@ -44,6 +60,11 @@ def config_from_args(args) -> ServerConfig:
                        initial_rebalance_delay_ms=args.initial_rebalance_delay_ms)
     if args.http:
         cfg.http_host, cfg.http_port = parse_host_port(args.http, default_port=8080)
+    if args.faults:
+        from kcoord.faults import load_rules_file
+
+        cfg.fault_rules.extend(load_rules_file(args.faults))
+    cfg.fault_rules.extend(args.fault)
     if args.advertised:
         cfg.advertised_host, cfg.advertised_port = parse_host_port(args.advertised)
     return cfg
@@ -77,6 +98,21 @@ def main(argv: list[str] | None = None) -> int:
         else:
             uvloop.run(_serve(config_from_args(args)))
         return 0
+    if args.command == "check":
+        from kcoord.conformance import check
+
+        if args.list:
+            print("\n".join(check.all_scenarios()))
+            return 0
+        clients = [] if args.clients in ("", "none") else [c.strip() for c in args.clients.split(",")]
+        unknown = set(clients) - set(check.CLIENTS)
+        if unknown:
+            print(f"unknown clients {sorted(unknown)}; known: {', '.join(check.CLIENTS)}", file=sys.stderr)
+            return 2
+        scenarios = None if not args.scenarios else [s.strip() for s in args.scenarios.split(",")]
+        results = check.run_check(args.bootstrap, clients, scenarios)
+        print(check.report_json(args.bootstrap, results) if args.json else check.report_table(results))
+        return 0 if check.passed(results) else 1
     return 2
 
 

@@ -1,7 +1,7 @@
 """Server configuration, with Kafka's defaults where Kafka has one."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def parse_host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
@@ -32,6 +32,8 @@ class ServerConfig:
     # The HTTP admin endpoint (`--http`); None keeps it off.
     http_host: str | None = None
     http_port: int = 0
+    # Fault rules active from start (kcoord.faults: dicts or `key=value,...` strings).
+    fault_rules: list = field(default_factory=list)
 
     @property
     def advertised(self) -> tuple[str, int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from kcoord.config import ServerConfig
+from kcoord.coordinator.clock import ManualTimer
 from kcoord.testing.server_thread import ServerThread
 
 
@@ -40,14 +41,78 @@ class KcoordHandle:
                                  timeout + 5)
 
 
-def start_server(**config) -> ServerThread:
+    # ---- fault injection (kcoord.faults) ----
+    def fault(self, rule=None, **spec):
+        """Add a fault rule: fault(api="Heartbeat", error="NOT_COORDINATOR", times=2); returns its id."""
+        faults = self._thread.app.faults
+
+        async def add():
+            return faults.add(rule if rule is not None else spec).id
+        return self.call(add)
+
+    def remove_fault(self, rule_id: int) -> bool:
+        faults = self._thread.app.faults
+
+        async def remove():
+            return faults.remove(rule_id)
+        return self.call(remove)
+
+    def clear_faults(self) -> None:
+        faults = self._thread.app.faults
+
+        async def clear():
+            faults.clear()
+        self.call(clear)
+
+    def faults_fired(self) -> list[dict]:
+        return list(self._thread.app.faults.fired_log)
+
+    def requests_seen(self, api_key: int) -> int:
+        """How many requests with `api_key` reached the server so far."""
+        return self._thread.app.faults.seen.get(api_key, 0)
+
+    def expire_member(self, group: str, member_id: str) -> bool:
+        return self.call(lambda: self._thread.app.faults.expire_member(group, member_id))
+
+    def force_rebalance(self, group: str) -> bool:
+        return self.call(lambda: self._thread.app.faults.force_rebalance(group))
+
+    # ---- manual clock ----
+    @property
+    def clock(self):
+        return self._thread.app.coordinator.core.timer
+
+    def advance(self, ms: int) -> None:
+        """Move the coordinator's manual clock by `ms` (start_server(manual_clock=True)); due timers fire."""
+        clock = self.clock
+        if not isinstance(clock, ManualTimer):
+            raise RuntimeError("advance() needs a server started with manual_clock=True")
+
+        async def step():
+            clock.advance(ms)
+        self.call(step)
+
+
+def start_server(manual_clock: bool = False, **config) -> ServerThread:
+    """A server on a free port; `manual_clock=True` runs the coordinator on a ManualTimer
+    that only moves with KcoordHandle.advance(ms)."""
     cfg = ServerConfig(**{"listen_port": 0, "initial_rebalance_delay_ms": 0, **config})
-    return ServerThread(cfg).start()
+    return ServerThread(cfg, clock=ManualTimer() if manual_clock else None).start()
 
 
 @pytest.fixture
 def kcoord_server():
     thread = start_server()
+    try:
+        yield KcoordHandle(thread)
+    finally:
+        thread.stop()
+
+
+@pytest.fixture
+def kcoord_manual_clock_server():
+    """Like kcoord_server, but coordinator time moves only with `advance(ms)`."""
+    thread = start_server(manual_clock=True)
     try:
         yield KcoordHandle(thread)
     finally:
