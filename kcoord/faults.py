@@ -22,6 +22,7 @@ one list check.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import json
 import logging
@@ -215,6 +216,9 @@ class FaultInjector:
         self.rules: list[FaultRule] = []
         self.fired_log: list[dict] = []  # what fired, in order (bounded)
         self.seen: dict[int, int] = {}   # api key -> requests seen, to observe client recovery
+        # (sequence number, api key, group) of the latest requests: what a client did after a fault.
+        self.history: collections.deque = collections.deque(maxlen=100000)
+        self._seq = 0
 
     # ------------------------------------------------------------ rules
     def add(self, rule: FaultRule | dict | str) -> FaultRule:
@@ -280,12 +284,14 @@ class FaultInjector:
 
         Returns response bytes, None (no response) or False (close the connection)."""
         self.seen[req.api_key] = self.seen.get(req.api_key, 0) + 1
+        self._seq += 1
+        body = req.body
+        group = request_group(req.api_key, body) if isinstance(body, dict) else None
+        self.history.append((self._seq, req.api_key, group))
         if not self.rules:
             return await handle()
         now = time.monotonic()
         self._expire(now)
-        body = req.body
-        group = request_group(req.api_key, body)
         member = body.get("member_id") if isinstance(body, dict) else None
         rule = next((r for r in self.rules
                      if not (r.action == "unavailable" and r.api is None)
@@ -293,7 +299,7 @@ class FaultInjector:
         if rule is None:
             return await handle()
         if len(self.fired_log) < 10000:
-            self.fired_log.append({"rule": rule.id, "action": rule.action, "api": req.api_key,
+            self.fired_log.append({"seq": self._seq, "rule": rule.id, "action": rule.action, "api": req.api_key,
                                    "version": req.api_version, "group": group, "member": member,
                                    "client": req.client_id})
         if rule.expired(now):

@@ -144,12 +144,16 @@ class Member:
         return await self.conn.call(LEAVE, v, body)
 
     async def stable(self):
-        """Join then sync (the leader assigns nothing to anyone)."""
-        r = await self.join()
-        if r.error_code:
-            raise AssertionError(f"JoinGroup failed: {_name(r.error_code)}")
-        assignments = [(m.member_id, b"") for m in self.members] if self.leader == self.member_id else []
-        s = await self.sync(assignments)
+        """Join then sync (the leader assigns nothing to anyone); like a client, rejoin
+        when the sync says REBALANCE_IN_PROGRESS (Kafka does not, but some brokers do)."""
+        for _ in range(5):
+            r = await self.join()
+            if r.error_code:
+                raise AssertionError(f"JoinGroup failed: {_name(r.error_code)}")
+            assignments = [(m.member_id, b"") for m in self.members] if self.leader == self.member_id else []
+            s = await self.sync(assignments)
+            if s.error_code != E.REBALANCE_IN_PROGRESS:
+                break
         if s.error_code:
             raise AssertionError(f"SyncGroup failed: {_name(s.error_code)}")
         return self

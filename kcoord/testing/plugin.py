@@ -71,6 +71,12 @@ class KcoordHandle:
         """How many requests with `api_key` reached the server so far."""
         return self._thread.app.faults.seen.get(api_key, 0)
 
+    def requests_after(self, seq: int, api_key: int, group: str | None = None) -> int:
+        """Requests with `api_key` (for `group`) that arrived after request number `seq`
+        (the "seq" of a faults_fired() entry): did the client recover as it should?"""
+        return sum(1 for s, key, g in list(self._thread.app.faults.history)
+                   if s > seq and key == api_key and (group is None or g == group))
+
     def expire_member(self, group: str, member_id: str) -> bool:
         return self.call(lambda: self._thread.app.faults.expire_member(group, member_id))
 
