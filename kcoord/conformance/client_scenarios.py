@@ -48,6 +48,20 @@ def _wait(predicate, timeout: float = TIMEOUT) -> bool:
     return False
 
 
+def _settle(*members: Member, quiet: float = 2.0, timeout: float = TIMEOUT) -> None:
+    """Wait until no member has reported a rebalance callback for `quiet` seconds: a first
+    assignment made before the topic's metadata arrived is followed by another."""
+    deadline = time.monotonic() + timeout
+    counts, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        now = [len(m.events) for m in members]
+        if now != counts:
+            counts, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.1)
+
+
 def _stop_all(*members: Member) -> None:
     for m in members:
         try:
@@ -78,6 +92,7 @@ def leave_one_rebalance(bootstrap: str, client: str) -> Outcome:
         if not both:
             return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
                            "both members own partitions")
+        _settle(a, b)
         mark = len(a.events)
         b.stop()
         took_all = _wait(lambda: _owned(a) == set(range(PARTITIONS)))
@@ -103,6 +118,7 @@ def static_restart(bootstrap: str, client: str) -> Outcome:
         if not both:
             return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
                            "both members own partitions")
+        _settle(a, b)
         before = sorted(_owned(a))
         mark = len(b.events)
         a.kill()
