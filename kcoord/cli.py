@@ -1,4 +1,4 @@
-"""`kcoord` command line: `kcoord serve` (more subcommands join as they land)."""
+"""`kcoord` command line: `kcoord serve`, `kcoord check` (more subcommands join as they land)."""
 from __future__ import annotations
 
 import argparse

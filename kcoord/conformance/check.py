@@ -73,8 +73,30 @@ def run_check(bootstrap: str, clients: list[str], scenarios: list[str] | None = 
     return results
 
 
+_MODULES = {"kafka-python": "kafka", "aiokafka": "aiokafka", "confluent": "confluent_kafka"}
+
+
+def client_missing(client: str) -> str | None:
+    """Why `client` cannot run here (with how to install it), or None."""
+    import importlib.util
+
+    if client == "java":
+        from kcoord.conformance import javaclient
+        try:
+            javaclient.build_dir()
+        except Exception as err:
+            return str(err)
+        return None
+    if importlib.util.find_spec(_MODULES[client]) is None:
+        return f"{client} is not installed: pip install 'kcoord[check]'"
+    return None
+
+
 def _run_client(fn, name: str, bootstrap: str, client: str) -> Result:
     start = time.monotonic()
+    missing = client_missing(client)
+    if missing:
+        return Result(name, client, "error", missing, "", 0.0)
     try:
         out = fn(bootstrap, client)
         status = "skip" if out.skipped else "pass" if out.passed else "fail"
