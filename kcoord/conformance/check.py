@@ -73,6 +73,11 @@ def run_check(bootstrap: str, clients: list[str], scenarios: list[str] | None = 
     return results
 
 
+def client_scenarios_skip():
+    from kcoord.conformance.client_scenarios import NoTopicCreation
+    return NoTopicCreation
+
+
 _MODULES = {"kafka-python": "kafka", "aiokafka": "aiokafka", "confluent": "confluent_kafka"}
 
 
@@ -101,6 +106,8 @@ def _run_client(fn, name: str, bootstrap: str, client: str) -> Result:
         out = fn(bootstrap, client)
         status = "skip" if out.skipped else "pass" if out.passed else "fail"
         observed, expected = out.observed, out.expected
+    except client_scenarios_skip() as err:
+        status, observed, expected = "skip", str(err), ""
     except Exception as err:
         status, observed, expected = "error", f"{type(err).__name__}: {err}"[:300], ""
     return Result(name, client, status, observed, expected, round(time.monotonic() - start, 2))
