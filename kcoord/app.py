@@ -12,6 +12,7 @@ from kcoord.admin_http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
 from kcoord.metrics import Metrics
+from kcoord.fault_routes import install_faults
 from kcoord.server import KafkaServer
 
 
@@ -36,6 +37,7 @@ class Kcoord:
         self.server.metrics = self.metrics
         if self.http is not None and self.coordinator is not None:
             admin_routes.install(self)
+        self.faults = install_faults(self)
 
     async def start(self) -> tuple[str, int]:
         if self.config.data_dir is not None and self.coordinator is not None:

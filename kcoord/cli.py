@@ -1,4 +1,4 @@
-"""`kcoord` command line: `kcoord serve`, `kcoord groups`, `kcoord wait`."""
+"""`kcoord` command line: `kcoord serve`, `groups`, `wait`, `report`, `check`."""
 from __future__ import annotations
 
 import argparse
@@ -34,6 +34,10 @@ def _serve_parser(sub) -> None:
                         "(default: <data-dir>/journal/events.jsonl when --data-dir is set)")
     p.add_argument("--journal-max-bytes", type=int, default=64 * 1024 * 1024,
                    help="rotate the journal at this size (default %(default)s)")
+    p.add_argument("--faults", default=None, metavar="FILE",
+                   help="fault rules active from start: a JSON or YAML list (see README, Fault injection)")
+    p.add_argument("--fault", action="append", default=[], metavar="RULE",
+                   help="one fault rule, e.g. api=Heartbeat,error=NOT_COORDINATOR,times=3 (repeatable)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ... (default %(default)s)")
 
 
@@ -56,7 +60,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_groups.add_parsers(sub)
     _report_parser(sub)
+    _check_parser(sub)
     return parser
+
+
+def _check_parser(sub) -> None:
+    p = sub.add_parser("check", help="run the group-coordination conformance suite against a broker")
+    p.add_argument("--bootstrap", required=True, metavar="HOST:PORT")
+    p.add_argument("--clients", default="kafka-python,aiokafka,confluent,java",
+                   help="comma-separated stock clients for the client scenarios, or 'none' (default %(default)s)")
+    p.add_argument("--scenarios", default=None, help="comma-separated scenario names (default: all)")
+    p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    p.add_argument("--json", action="store_true", help="print the JSON report (see README) instead of a table")
+    p.add_argument("--log-level", default="WARNING")
 
 
 def config_from_args(args) -> ServerConfig:
@@ -71,6 +87,11 @@ def config_from_args(args) -> ServerConfig:
     cfg.journal_max_bytes = args.journal_max_bytes
     if args.http:
         cfg.http_host, cfg.http_port = parse_host_port(args.http, default_port=8080)
+    if args.faults:
+        from kcoord.faults import load_rules_file
+
+        cfg.fault_rules.extend(load_rules_file(args.faults))
+    cfg.fault_rules.extend(args.fault)
     if args.advertised:
         cfg.advertised_host, cfg.advertised_port = parse_host_port(args.advertised)
     return cfg
@@ -108,6 +129,21 @@ def main(argv: list[str] | None = None) -> int:
         from kcoord.analytics.job import run_report
 
         return run_report(args.inputs, args.out, master=args.master, since=args.since, until=args.until)
+    if args.command == "check":
+        from kcoord.conformance import check
+
+        if args.list:
+            print("\n".join(check.all_scenarios()))
+            return 0
+        clients = [] if args.clients in ("", "none") else [c.strip() for c in args.clients.split(",")]
+        unknown = set(clients) - set(check.CLIENTS)
+        if unknown:
+            print(f"unknown clients {sorted(unknown)}; known: {', '.join(check.CLIENTS)}", file=sys.stderr)
+            return args.run(args)
+        scenarios = None if not args.scenarios else [s.strip() for s in args.scenarios.split(",")]
+        results = check.run_check(args.bootstrap, clients, scenarios)
+        print(check.report_json(args.bootstrap, results) if args.json else check.report_table(results))
+        return 0 if check.passed(results) else 1
     return args.run(args)
 
 

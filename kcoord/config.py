@@ -1,7 +1,7 @@
 """Server configuration, with Kafka's defaults where Kafka has one."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def parse_host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
@@ -37,6 +37,8 @@ class ServerConfig:
     # The event journal: None puts it under data_dir (if any), "none" turns it off, else a path.
     journal: str | None = None
     journal_max_bytes: int = 64 * 1024 * 1024
+    # Fault rules active from start (kcoord.faults: dicts or `key=value,...` strings).
+    fault_rules: list = field(default_factory=list)
 
     @property
     def advertised(self) -> tuple[str, int]:

@@ -51,6 +51,8 @@ class KafkaServer:
         # Callables (connection, "request"|"response", payload) seeing every frame: traffic capture.
         self.frame_observers: list = []
         self.metrics = None  # kcoord.metrics.Metrics, set by the app
+        # A kcoord.faults.FaultInjector, or None: every request passes through it.
+        self.faults = None
         load_all()
 
     async def start(self) -> tuple[str, int]:
@@ -123,6 +125,11 @@ class KafkaServer:
             return self._unsupported(conn, payload, UnsupportedVersionError(req.api_key, req.api_version))
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
                              req.client_id, conn.host, conn)
+        if self.faults is not None:
+            return await self.faults.around(req, lambda: self._respond(handler, ctx, req))
+        return await self._respond(handler, ctx, req)
+
+    async def _respond(self, handler, ctx: RequestContext, req):
         started = time.perf_counter()
         body = await handler.fn(ctx, req.body)
         if self.metrics is not None:

@@ -67,11 +67,74 @@ class KcoordHandle:
                                  timeout + 5)
 
 
-def start_server(**config):
+    # ---- fault injection (kcoord.faults) ----
+    def fault(self, rule=None, **spec):
+        """Add a fault rule: fault(api="Heartbeat", error="NOT_COORDINATOR", times=2); returns its id."""
+        faults = self._thread.app.faults
+
+        async def add():
+            return faults.add(rule if rule is not None else spec).id
+        return self.call(add)
+
+    def remove_fault(self, rule_id: int) -> bool:
+        faults = self._thread.app.faults
+
+        async def remove():
+            return faults.remove(rule_id)
+        return self.call(remove)
+
+    def clear_faults(self) -> None:
+        faults = self._thread.app.faults
+
+        async def clear():
+            faults.clear()
+        self.call(clear)
+
+    def faults_fired(self) -> list[dict]:
+        return list(self._thread.app.faults.fired_log)
+
+    def requests_seen(self, api_key: int) -> int:
+        """How many requests with `api_key` reached the server so far."""
+        return self._thread.app.faults.seen.get(api_key, 0)
+
+    def requests_after(self, seq: int, api_key: int, group: str | None = None) -> int:
+        """Requests with `api_key` (for `group`) that arrived after request number `seq`
+        (the "seq" of a faults_fired() entry): did the client recover as it should?"""
+        return sum(1 for s, key, g in list(self._thread.app.faults.history)
+                   if s > seq and key == api_key and (group is None or g == group))
+
+    def expire_member(self, group: str, member_id: str) -> bool:
+        return self.call(lambda: self._thread.app.faults.expire_member(group, member_id))
+
+    def force_rebalance(self, group: str) -> bool:
+        return self.call(lambda: self._thread.app.faults.force_rebalance(group))
+
+    # ---- manual clock ----
+    @property
+    def clock(self):
+        return self._thread.app.coordinator.core.timer
+
+    def advance(self, ms: int) -> None:
+        """Move the coordinator's manual clock by `ms` (start_server(manual_clock=True)); due timers fire."""
+        from kcoord.coordinator.clock import ManualTimer
+
+        clock = self.clock
+        if not isinstance(clock, ManualTimer):
+            raise RuntimeError("advance() needs a server started with manual_clock=True")
+
+        async def step():
+            clock.advance(ms)
+        self.call(step)
+
+
+def start_server(manual_clock: bool = False, **config):
+    """A server on a free port; `manual_clock=True` runs the coordinator on a ManualTimer
+    that only moves with KcoordHandle.advance(ms)."""
+    from kcoord.coordinator.clock import ManualTimer
     from kcoord.testing.server_thread import ServerThread
 
     cfg = ServerConfig(**{"listen_port": 0, "initial_rebalance_delay_ms": 0, **config})
-    return ServerThread(cfg).start()
+    return ServerThread(cfg, clock=ManualTimer() if manual_clock else None).start()
 
 
 async def _on_loop(fn):
@@ -87,6 +150,16 @@ def pytest_configure(config):
 def kcoord_server(request):
     marker = request.node.get_closest_marker("kcoord")
     thread = start_server(**(marker.kwargs if marker else {}))
+    try:
+        yield KcoordHandle(thread)
+    finally:
+        thread.stop()
+
+
+@pytest.fixture
+def kcoord_manual_clock_server():
+    """Like kcoord_server, but coordinator time moves only with `advance(ms)`."""
+    thread = start_server(manual_clock=True)
     try:
         yield KcoordHandle(thread)
     finally:

@@ -1,0 +1,1 @@
+"""`kcoord check`: a group-coordination conformance suite against any Kafka-protocol broker."""

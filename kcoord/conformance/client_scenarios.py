@@ -1,0 +1,157 @@
+"""Client scenarios: stock clients (kafka-python, aiokafka, confluent-kafka, Java) as
+member processes against the broker under test; observed through the clients'
+own rebalance callbacks, so any broker can be checked."""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+from kcoord.conformance import raw_scenarios
+from kcoord.conformance.members import Member
+from kcoord.conformance.raw_scenarios import Outcome
+from kcoord.conformance.rawclient import RawConnection, parse_bootstrap
+
+PARTITIONS = 3
+TIMEOUT = 90
+
+
+class NoTopicCreation(Exception):
+    pass
+
+
+def _topic(bootstrap: str, name: str) -> str:
+    topic = f"kcoord-check-{name}-{uuid.uuid4().hex[:8]}"
+    host, port = parse_bootstrap(bootstrap)
+
+    async def create():
+        broker = raw_scenarios.Broker(host, port)
+        await broker.probe()
+        await raw_scenarios._create_topic(broker, topic, PARTITIONS)
+    async def auto_create() -> int:
+        # No CreateTopics (librdkafka's mock): let Metadata auto-create it, learn its partitions.
+        async with RawConnection(host, port) as c:
+            for _ in range(50):
+                r = await c.call(3, 4, {"topics": [{"name": topic}], "allow_auto_topic_creation": True})
+                if r.topics and r.topics[0].error_code == 0 and r.topics[0].partitions:
+                    return len(r.topics[0].partitions)
+                await asyncio.sleep(0.2)
+        raise NoTopicCreation(f"cannot create topic {topic}: no CreateTopics and no auto-creation")
+
+    try:
+        asyncio.run(create())
+        return topic, PARTITIONS
+    except raw_scenarios.Unsupported:
+        return topic, asyncio.run(auto_create())
+
+
+def _owned(member: Member) -> set[int]:
+    """Partitions the member owns now, replaying its callbacks (eager: assigned replaces)."""
+    owned: set[int] = set()
+    for e in list(member.events):
+        if e["event"] == "assigned":
+            owned = set(e.get("owned", e["partitions"])) if "owned" in e else owned | set(e["partitions"])
+        elif e["event"] == "revoked":
+            owned -= set(e["partitions"])
+    return owned
+
+
+def _wait(predicate, timeout: float = TIMEOUT) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _settle(*members: Member, quiet: float = 2.0, timeout: float = TIMEOUT) -> None:
+    """Wait until no member has reported a rebalance callback for `quiet` seconds: a first
+    assignment made before the topic's metadata arrived is followed by another."""
+    deadline = time.monotonic() + timeout
+    counts, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        now = [len(m.events) for m in members]
+        if now != counts:
+            counts, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.1)
+
+
+def _stop_all(*members: Member) -> None:
+    for m in members:
+        try:
+            m.stop(timeout=20)
+        except Exception:
+            m.kill()
+
+
+def consume_in_group(bootstrap: str, client: str) -> Outcome:
+    topic, n = _topic(bootstrap, "join")
+    group = f"kcoord-check-join-{uuid.uuid4().hex[:8]}"
+    m = Member(client, bootstrap, topic, group)
+    try:
+        ok = _wait(lambda: _owned(m) == set(range(n)))
+        return Outcome(ok, f"owns {sorted(_owned(m))}", f"owns {list(range(n))}")
+    finally:
+        _stop_all(m)
+
+
+def leave_one_rebalance(bootstrap: str, client: str) -> Outcome:
+    """Two members; one closes (LeaveGroup): the other takes every partition in one rebalance."""
+    topic, n = _topic(bootstrap, "leave")
+    group = f"kcoord-check-leave-{uuid.uuid4().hex[:8]}"
+    a = Member(client, bootstrap, topic, group)
+    b = Member(client, bootstrap, topic, group)
+    try:
+        both = _wait(lambda: _owned(a) | _owned(b) == set(range(n)) and _owned(a) and _owned(b))
+        if not both:
+            return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
+                           "both members own partitions")
+        _settle(a, b)
+        mark = len(a.events)
+        b.stop()
+        took_all = _wait(lambda: _owned(a) == set(range(n)))
+        time.sleep(1)  # a second rebalance, if any, would show up here
+        assigned = sum(e["event"] == "assigned" for e in a.events[mark:])
+        ok = took_all and assigned == 1
+        return Outcome(ok, f"remaining owns {sorted(_owned(a))} after {assigned} assignment(s)",
+                       f"remaining owns {list(range(n))} after 1 assignment(s)")
+    finally:
+        _stop_all(a, b)
+
+
+def static_restart(bootstrap: str, client: str) -> Outcome:
+    """A static member killed and restarted within its session timeout gets its partitions
+    back with no rebalance: the other member sees no revocation or assignment."""
+    topic, n = _topic(bootstrap, "static")
+    group = f"kcoord-check-static-{uuid.uuid4().hex[:8]}"
+    a = Member(client, bootstrap, topic, group, instance_id="check-a", session_ms=30000)
+    b = Member(client, bootstrap, topic, group, instance_id="check-b", session_ms=30000)
+    a2 = None
+    try:
+        both = _wait(lambda: _owned(a) | _owned(b) == set(range(n)) and _owned(a) and _owned(b))
+        if not both:
+            return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
+                           "both members own partitions")
+        _settle(a, b)
+        before = sorted(_owned(a))
+        mark = len(b.events)
+        a.kill()
+        a2 = Member(client, bootstrap, topic, group, instance_id="check-a", session_ms=30000)
+        back = _wait(lambda: _owned(a2) == set(before))
+        time.sleep(2)  # a rebalance the restart wrongly caused would reach b by now
+        b_moves = [e["event"] for e in b.events[mark:] if e["event"] in ("assigned", "revoked")]
+        ok = back and not b_moves
+        return Outcome(ok, f"restarted owns {sorted(_owned(a2))}, other saw {b_moves or 'nothing'}",
+                       f"restarted owns {before}, other saw nothing")
+    finally:
+        _stop_all(*(m for m in (a, b, a2) if m is not None))
+
+
+SCENARIOS = {
+    "client:consume-in-group": consume_in_group,
+    "client:leave-one-rebalance": leave_one_rebalance,
+    "client:static-restart-no-rebalance": static_restart,
+}

@@ -1,0 +1,197 @@
+// A small command-line driver around Kafka's Java client, used by kcoord's tests.
+// Every action prints JSON lines on stdout so the Python side can assert on them.
+//
+//   produce  --bootstrap B --topic T --count N [--partitions P]
+//   consume  --bootstrap B --topic T --group G --count N [--commit] [--instance-id I]
+//            [--assignor range|roundrobin|cooperative-sticky] [--session-ms S] [--max-seconds S]
+//   assign   --bootstrap B --topic T --count N      (assign/seek/poll with a group id that never joins)
+//   admin    --bootstrap B --action list-groups|describe-group|delete-group|list-offsets|describe-topic [--group G] [--topic T]
+import java.time.Duration;
+import java.util.*;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.*;
+
+public class KcoordJavaClient {
+    static Map<String, String> opts = new HashMap<>();
+    static Set<String> flags = new HashSet<>();
+
+    static String opt(String name, String dflt) { return opts.getOrDefault(name, dflt); }
+    static String req(String name) {
+        String v = opts.get(name);
+        if (v == null) throw new IllegalArgumentException("missing --" + name);
+        return v;
+    }
+
+    static String q(String s) { return s == null ? "null" : "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\""; }
+
+    static void emit(String json) { System.out.println(json); System.out.flush(); }
+
+    public static void main(String[] args) throws Exception {
+        String action = args[0];
+        for (int i = 1; i < args.length; i++) {
+            String a = args[i].substring(2);
+            if (i + 1 < args.length && !args[i + 1].startsWith("--")) opts.put(a, args[++i]);
+            else flags.add(a);
+        }
+        switch (action) {
+            case "produce": produce(); break;
+            case "consume": consume(); break;
+            case "assign": assign(); break;
+            case "admin": admin(); break;
+            default: throw new IllegalArgumentException("unknown action " + action);
+        }
+    }
+
+    static void produce() throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", req("bootstrap"));
+        p.put("linger.ms", opt("linger-ms", "5"));
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        int count = Integer.parseInt(req("count"));
+        String topic = req("topic");
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < count; i++) producer.send(new ProducerRecord<>(topic, "k" + i, "v" + i));
+            producer.flush();
+        }
+        emit("{\"event\":\"produced\",\"count\":" + count + "}");
+    }
+
+    static Properties consumerProps() {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", req("bootstrap"));
+        p.put("key.deserializer", StringDeserializer.class.getName());
+        p.put("value.deserializer", StringDeserializer.class.getName());
+        p.put("auto.offset.reset", "earliest");
+        p.put("enable.auto.commit", "false");
+        if (opts.containsKey("group")) p.put("group.id", opts.get("group"));
+        if (opts.containsKey("instance-id")) p.put("group.instance.id", opts.get("instance-id"));
+        if (opts.containsKey("session-ms")) p.put("session.timeout.ms", opts.get("session-ms"));
+        if (opts.containsKey("rebalance-ms")) p.put("max.poll.interval.ms", opts.get("rebalance-ms"));
+        String assignor = opt("assignor", "range");
+        String cls = assignor.equals("roundrobin") ? RoundRobinAssignor.class.getName()
+                : assignor.equals("cooperative-sticky") ? CooperativeStickyAssignor.class.getName()
+                : RangeAssignor.class.getName();
+        p.put("partition.assignment.strategy", cls);
+        return p;
+    }
+
+    static String tps(Collection<TopicPartition> parts) {
+        StringBuilder b = new StringBuilder("[");
+        for (TopicPartition tp : parts) {
+            if (b.length() > 1) b.append(",");
+            b.append("[").append(q(tp.topic())).append(",").append(tp.partition()).append("]");
+        }
+        return b.append("]").toString();
+    }
+
+    static volatile boolean stopping = false;
+
+    static void consume() throws Exception {
+        int count = Integer.parseInt(opt("count", "-1"));
+        Thread main = Thread.currentThread();
+        // SIGTERM: leave the group cleanly (close sends LeaveGroup), as a real service would.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping = true;
+            try { main.join(10000); } catch (InterruptedException ignored) { }
+        }));
+        long deadline = System.currentTimeMillis() + 1000L * Long.parseLong(opt("max-seconds", "60"));
+        boolean commit = flags.contains("commit");
+        int seen = 0;
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps())) {
+            c.subscribe(Collections.singletonList(req("topic")), new ConsumerRebalanceListener() {
+                public void onPartitionsRevoked(Collection<TopicPartition> parts) { emit("{\"event\":\"revoked\",\"partitions\":" + tps(parts) + "}"); }
+                public void onPartitionsAssigned(Collection<TopicPartition> parts) { emit("{\"event\":\"assigned\",\"partitions\":" + tps(parts) + ",\"owned\":" + tps(c.assignment()) + ",\"generation\":" + c.groupMetadata().generationId() + "}"); }
+            });
+            while (!stopping && System.currentTimeMillis() < deadline && (count < 0 || seen < count)) {
+                ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(200));
+                seen += records.count();
+                if (records.count() > 0) {
+                    StringBuilder offs = new StringBuilder("[");
+                    for (ConsumerRecord<String, String> r : records) {
+                        if (offs.length() > 1) offs.append(",");
+                        offs.append("[").append(r.partition()).append(",").append(r.offset()).append("]");
+                    }
+                    emit("{\"event\":\"records\",\"count\":" + records.count() + ",\"total\":" + seen + ",\"offsets\":" + offs.append("]") + "}");
+                    if (commit) c.commitSync();
+                }
+            }
+            emit("{\"event\":\"done\",\"total\":" + seen + ",\"assignment\":" + tps(c.assignment()) + "}");
+        } catch (org.apache.kafka.common.errors.FencedInstanceIdException e) {
+            emit("{\"event\":\"fenced\",\"error\":" + q(e.getMessage()) + "}");
+            System.exit(3);
+        }
+    }
+
+    static void assign() throws Exception {
+        // Spark's default Kafka source: offsets come from an AdminClient on the driver,
+        // executors assign/seek/poll with a group id that never joins the group.
+        String topic = req("topic");
+        int count = Integer.parseInt(req("count"));
+        Map<TopicPartition, Long> start = new HashMap<>(), end = new HashMap<>();
+        Properties ap = new Properties();
+        ap.put("bootstrap.servers", req("bootstrap"));
+        try (Admin admin = Admin.create(ap)) {
+            TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic);
+            Map<TopicPartition, OffsetSpec> earliest = new HashMap<>(), latest = new HashMap<>();
+            d.partitions().forEach(p -> {
+                earliest.put(new TopicPartition(topic, p.partition()), OffsetSpec.earliest());
+                latest.put(new TopicPartition(topic, p.partition()), OffsetSpec.latest());
+            });
+            admin.listOffsets(earliest).all().get(30, TimeUnit.SECONDS).forEach((tp, r) -> start.put(tp, r.offset()));
+            admin.listOffsets(latest).all().get(30, TimeUnit.SECONDS).forEach((tp, r) -> end.put(tp, r.offset()));
+        }
+        opts.putIfAbsent("group", "spark-kafka-source-executor");
+        int seen = 0;
+        long deadline = System.currentTimeMillis() + 1000L * Long.parseLong(opt("max-seconds", "60"));
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps())) {
+            c.assign(start.keySet());
+            start.forEach(c::seek);
+            while (seen < count && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    if (r.offset() < end.get(new TopicPartition(r.topic(), r.partition()))) seen++;
+                }
+            }
+        }
+        emit("{\"event\":\"done\",\"total\":" + seen + "}");
+    }
+
+    static void admin() throws Exception {
+        Properties ap = new Properties();
+        ap.put("bootstrap.servers", req("bootstrap"));
+        try (Admin admin = Admin.create(ap)) {
+            switch (req("action")) {
+                case "list-groups":
+                    for (ConsumerGroupListing g : admin.listConsumerGroups().all().get(30, TimeUnit.SECONDS))
+                        emit("{\"group\":" + q(g.groupId()) + ",\"state\":" + q(String.valueOf(g.state().orElse(null))) + "}");
+                    break;
+                case "describe-group": {
+                    ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(req("group"))).all().get(30, TimeUnit.SECONDS).get(req("group"));
+                    emit("{\"group\":" + q(d.groupId()) + ",\"state\":" + q(d.state().toString()) + ",\"members\":" + d.members().size() + ",\"assignor\":" + q(d.partitionAssignor()) + "}");
+                    break;
+                }
+                case "delete-group":
+                    admin.deleteConsumerGroups(List.of(req("group"))).all().get(30, TimeUnit.SECONDS);
+                    emit("{\"deleted\":" + q(req("group")) + "}");
+                    break;
+                case "list-offsets": {
+                    ListConsumerGroupOffsetsResult r = admin.listConsumerGroupOffsets(req("group"));
+                    for (Map.Entry<TopicPartition, OffsetAndMetadata> e : r.partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS).entrySet())
+                        emit("{\"topic\":" + q(e.getKey().topic()) + ",\"partition\":" + e.getKey().partition() + ",\"offset\":" + e.getValue().offset() + "}");
+                    break;
+                }
+                case "create-topic":
+                    admin.createTopics(List.of(new NewTopic(req("topic"), Integer.parseInt(opt("partitions", "1")), (short) 1))).all().get(30, TimeUnit.SECONDS);
+                    emit("{\"created\":" + q(req("topic")) + "}");
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown admin action");
+            }
+        }
+    }
+}

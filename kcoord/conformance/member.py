@@ -1,0 +1,143 @@
+"""One consumer-group member in its own process, for scenarios that restart or kill members.
+
+    python -m kcoord.conformance.member --client kafka-python --bootstrap B --topic T --group G
+        [--instance-id I] [--session-ms 6000] [--assignor range|roundrobin|cooperative-sticky]
+
+Prints JSON lines: {"event": "assigned"|"revoked", "partitions": [...]}, {"event": "fenced"},
+and polls until SIGTERM (clean close: LeaveGroup) or SIGKILL (no goodbye).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import threading
+
+stop = threading.Event()
+
+
+def emit(**event):
+    print(json.dumps(event), flush=True)
+
+
+def run_kafka_python(a):
+    from kafka import KafkaConsumer
+    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
+                 "sticky": StickyPartitionAssignor}
+    kw = {"group_instance_id": a.instance_id} if a.instance_id else {}
+    c = KafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, session_timeout_ms=a.session_ms,
+                      heartbeat_interval_ms=min(1000, a.session_ms // 3), auto_offset_reset="earliest",
+                      partition_assignment_strategy=[assignors[a.assignor]], **kw)
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            emit(event="revoked", partitions=sorted(p.partition for p in revoked))
+
+        def on_partitions_assigned(self, assigned):
+            emit(event="assigned", partitions=sorted(p.partition for p in assigned))
+
+    c.subscribe([a.topic], listener=Listener())
+    try:
+        while not stop.is_set():
+            c.poll(timeout_ms=200)
+    except Exception as exc:
+        emit(event="error", error=type(exc).__name__, message=str(exc))
+        if "Fenced" in type(exc).__name__:
+            emit(event="fenced")
+        return
+    c.close()
+
+
+def run_aiokafka(a):
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+
+    class Listener(ConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
+            emit(event="revoked", partitions=sorted(p.partition for p in revoked))
+
+        async def on_partitions_assigned(self, assigned):
+            emit(event="assigned", partitions=sorted(p.partition for p in assigned))
+
+    async def go():
+        kw = {"group_instance_id": a.instance_id} if a.instance_id else {}
+        c = AIOKafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group, session_timeout_ms=a.session_ms,
+                             heartbeat_interval_ms=min(1000, a.session_ms // 3), auto_offset_reset="earliest",
+                             partition_assignment_strategy=[assignors[a.assignor]], **kw)
+        await c.start()
+        c.subscribe([a.topic], listener=Listener())
+        try:
+            while not stop.is_set():
+                await c.getmany(timeout_ms=200)
+        except Exception as exc:
+            emit(event="error", error=type(exc).__name__, message=str(exc))
+            if "Fenced" in type(exc).__name__:
+                emit(event="fenced")
+            return
+        await c.stop()
+
+    asyncio.run(go())
+
+
+def run_confluent(a):
+    from confluent_kafka import Consumer, KafkaError
+
+    conf = {"bootstrap.servers": a.bootstrap, "group.id": a.group, "session.timeout.ms": a.session_ms,
+            "heartbeat.interval.ms": min(1000, a.session_ms // 3), "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": a.assignor}
+    if a.instance_id:
+        conf["group.instance.id"] = a.instance_id
+    c = Consumer(conf)
+    owned: set[int] = set()
+
+    def on_assign(consumer, parts):
+        owned.update(p.partition for p in parts)
+        emit(event="assigned", partitions=sorted(p.partition for p in parts), owned=sorted(owned))
+
+    def on_revoke(consumer, parts):
+        owned.difference_update(p.partition for p in parts)
+        emit(event="revoked", partitions=sorted(p.partition for p in parts), owned=sorted(owned))
+
+    c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke)
+    while not stop.is_set():
+        m = c.poll(0.2)
+        if m is not None and m.error() is not None:
+            # librdkafka turns FENCED_INSTANCE_ID into a fatal error (_FATAL), or _FENCED.
+            if m.error().code() in (KafkaError._FENCED, KafkaError._FATAL) and "fenced" in str(m.error()).lower():
+                emit(event="fenced")
+                return
+            emit(event="error", error=str(m.error()))
+    c.close()
+
+
+RUNNERS = {"kafka-python": run_kafka_python, "aiokafka": run_aiokafka, "confluent": run_confluent}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--client", required=True, choices=sorted(RUNNERS))
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--instance-id")
+    ap.add_argument("--session-ms", type=int, default=6000)
+    ap.add_argument("--assignor", default="range")
+    a = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    emit(event="started")
+    RUNNERS[a.client](a)
+    emit(event="closed")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

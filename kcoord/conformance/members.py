@@ -1,0 +1,106 @@
+"""Consumer-group members as real processes (Python clients or the Java driver)."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from kcoord.conformance import javaclient
+from wire import codec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _child_env() -> dict:
+    # The driver runs as `python -m kcoord.conformance.member`: make kcoord importable even from a source tree.
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+
+
+class Member:
+    def __init__(self, client: str, bootstrap: str, topic: str, group: str, *, instance_id: str | None = None,
+                 session_ms: int = 6000, assignor: str = "range"):
+        self.client = client
+        if client == "java":
+            args = ["--bootstrap", bootstrap, "--topic", topic, "--group", group, "--count", "-1",
+                    "--max-seconds", "600", "--session-ms", str(session_ms), "--assignor", assignor]
+            if instance_id:
+                args += ["--instance-id", instance_id]
+            cmd = javaclient.command("consume", *args)
+        else:
+            cmd = [sys.executable, "-m", "kcoord.conformance.member", "--client", client, "--bootstrap", bootstrap,
+                   "--topic", topic, "--group", group, "--session-ms", str(session_ms), "--assignor", assignor]
+            if instance_id:
+                cmd += ["--instance-id", instance_id]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     env=_child_env())
+        self.events: list[dict] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                event = json.loads(line)
+                for key in ("partitions", "owned"):  # the Java driver names partitions [topic, p]
+                    if key in event:
+                        event[key] = sorted(p[1] if isinstance(p, list) else p for p in event[key])
+                with self._lock:
+                    self.events.append(event)
+
+    def wait_event(self, kind: str, timeout: float = 60, after: int = 0) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                for e in self.events[after:]:
+                    if e["event"] == kind:
+                        return e
+            if self.proc.poll() is not None and kind not in ("closed", "fenced"):
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"{self.client} member: no {kind!r} event within {timeout}s; saw {self.events}")
+
+    def wait_for(self, predicate, timeout: float = 60) -> dict:
+        """The first event satisfying `predicate`, waiting for it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                found = next((e for e in self.events if predicate(e)), None)
+            if found is not None:
+                return found
+            time.sleep(0.05)
+        raise AssertionError(f"{self.client} member: no matching event within {timeout}s; saw {self.events}")
+
+    def stop(self, timeout: float = 30) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def assignments(app, group_id: str) -> dict[str, list[int]]:
+    """Member id -> partitions, as the coordinator stores what the leader assigned."""
+    group = app.coordinator.core.group(group_id)
+    out = {}
+    for member_id, member in group.members.items():
+        data = member.assignment
+        if not data:
+            out[member_id] = []
+            continue
+        version = int.from_bytes(data[:2], "big", signed=True)
+        layout = codec.compiled_message("ConsumerProtocolAssignment", min(max(version, 0), 3))
+        value = layout.decode_from(io.BytesIO(data[2:]))  # clients may append bytes newer versions define
+        out[member_id] = sorted(p for t in value.assigned_partitions for p in t.partitions)
+    return out

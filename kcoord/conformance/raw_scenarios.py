@@ -1,0 +1,457 @@
+"""Raw-protocol conformance scenarios: group APIs spoken byte for byte through `wire/`.
+
+Each scenario gets a `Broker` (bootstrap address + negotiated versions) and
+returns a `Outcome`: passed, what the broker did, what Kafka does. Timeouts are
+generous because a real broker delays a new group's first rebalance by
+group.initial.rebalance.delay.ms (3 s by default).
+"""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+
+from kcoord.conformance.rawclient import RawConnection
+from wire.errors import ErrorCode as E
+
+JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH, FIND, CREATE, API_VERSIONS = 11, 14, 12, 13, 8, 9, 10, 19, 18
+# Versions the scenarios speak (downgraded to what the broker advertises).
+PREFERRED = {JOIN: 5, SYNC: 3, HEARTBEAT: 3, LEAVE: 3, COMMIT: 7, FETCH: 5, FIND: 2, CREATE: 4}
+SESSION_MS, REBALANCE_MS = 10000, 30000
+
+
+@dataclass
+class Outcome:
+    passed: bool
+    observed: str
+    expected: str
+    skipped: bool = False
+
+
+class Broker:
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.versions: dict[int, tuple[int, int]] = {}
+        self.coordinator: dict[str, tuple[str, int]] = {}
+
+    async def probe(self) -> None:
+        async with RawConnection(self.host, self.port) as c:
+            r = await c.call(API_VERSIONS, 0, {})
+            self.versions = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
+
+    def version(self, api: int, preferred: int | None = None) -> int:
+        low, high = self.versions.get(api, (0, -1))
+        want = PREFERRED.get(api, 0) if preferred is None else preferred
+        if high < low or want < low:
+            raise Unsupported(f"api {api} v{want} not advertised (broker: {low}-{high})")
+        return min(want, high)
+
+    async def connect(self, group: str) -> RawConnection:
+        if group not in self.coordinator:
+            async with RawConnection(self.host, self.port) as c:
+                v = self.version(FIND)
+                for _ in range(60):
+                    r = await c.call(FIND, v, {"key": group, "key_type": 0})
+                    if r.error_code == 0:
+                        break
+                    await asyncio.sleep(0.5)  # COORDINATOR_NOT_AVAILABLE while the offsets topic loads
+                else:
+                    raise AssertionError(f"FindCoordinator({group}) kept failing: {E(r.error_code).name}")
+                self.coordinator[group] = (r.host, r.port)
+        host, port = self.coordinator[group]
+        return await RawConnection(host, port).open()
+
+
+class Unsupported(Exception):
+    pass
+
+
+def _gid(name: str) -> str:
+    return f"kcoord-check-{name}-{uuid.uuid4().hex[:8]}"
+
+
+def _name(code: int) -> str:
+    try:
+        return E(code).name
+    except ValueError:
+        return str(code)
+
+
+class Member:
+    """One simulated consumer: its own connection, member id and generation."""
+
+    def __init__(self, broker: Broker, group: str, instance_id: str | None = None,
+                 protocols=(("range", b"\x00\x01"),), session_ms: int = SESSION_MS,
+                 rebalance_ms: int = REBALANCE_MS, protocol_type: str = "consumer"):
+        self.broker, self.group, self.instance_id = broker, group, instance_id
+        self.protocols, self.session_ms, self.rebalance_ms = protocols, session_ms, rebalance_ms
+        self.protocol_type = protocol_type
+        self.member_id, self.generation, self.leader, self.protocol = "", -1, "", None
+        self.members: list = []
+        self.conn: RawConnection | None = None
+        self.last = None
+
+    async def open(self):
+        self.conn = await self.broker.connect(self.group)
+        return self
+
+    async def close(self):
+        if self.conn is not None:
+            await self.conn.close()
+
+    async def join_once(self, version: int | None = None):
+        v = self.broker.version(JOIN) if version is None else version
+        r = await self.conn.call(JOIN, v, {
+            "group_id": self.group, "session_timeout_ms": self.session_ms, "rebalance_timeout_ms": self.rebalance_ms,
+            "member_id": self.member_id, "group_instance_id": self.instance_id, "protocol_type": self.protocol_type,
+            "protocols": [{"name": n, "metadata": m} for n, m in self.protocols], "reason": None})
+        self.last = r
+        if r.member_id:
+            self.member_id = r.member_id
+        if r.error_code == 0:
+            self.generation, self.leader, self.protocol = r.generation_id, r.leader, r.protocol_name
+            self.members = list(r.members)
+        return r
+
+    async def join(self, version: int | None = None):
+        """JoinGroup, retrying once on MEMBER_ID_REQUIRED as clients do."""
+        r = await self.join_once(version)
+        if r.error_code == E.MEMBER_ID_REQUIRED:
+            r = await self.join_once(version)
+        return r
+
+    async def sync(self, assignments=None, version: int | None = None):
+        v = self.broker.version(SYNC) if version is None else version
+        body = {"group_id": self.group, "generation_id": self.generation, "member_id": self.member_id,
+                "group_instance_id": self.instance_id, "protocol_type": self.protocol_type,
+                "protocol_name": self.protocol,
+                "assignments": [{"member_id": m, "assignment": a} for m, a in (assignments or [])]}
+        r = await self.conn.call(SYNC, v, body)
+        self.last = r
+        return r
+
+    async def heartbeat(self, generation: int | None = None, member_id: str | None = None):
+        return await self.conn.call(HEARTBEAT, self.broker.version(HEARTBEAT), {
+            "group_id": self.group, "generation_id": self.generation if generation is None else generation,
+            "member_id": self.member_id if member_id is None else member_id,
+            "group_instance_id": self.instance_id})
+
+    async def leave(self):
+        v = self.broker.version(LEAVE)
+        body = ({"group_id": self.group, "member_id": self.member_id} if v < 3 else
+                {"group_id": self.group, "members": [{"member_id": self.member_id,
+                                                       "group_instance_id": self.instance_id}]})
+        return await self.conn.call(LEAVE, v, body)
+
+    async def stable(self):
+        """Join then sync (the leader assigns nothing to anyone); like a client, rejoin
+        when the sync says REBALANCE_IN_PROGRESS (Kafka does not, but some brokers do)."""
+        for _ in range(5):
+            r = await self.join()
+            if r.error_code:
+                raise AssertionError(f"JoinGroup failed: {_name(r.error_code)}")
+            assignments = [(m.member_id, b"") for m in self.members] if self.leader == self.member_id else []
+            s = await self.sync(assignments)
+            if s.error_code != E.REBALANCE_IN_PROGRESS:
+                break
+        if s.error_code:
+            raise AssertionError(f"SyncGroup failed: {_name(s.error_code)}")
+        return self
+
+
+async def _members(broker, group, n, **kw) -> list[Member]:
+    return [await Member(broker, group, **kw).open() for _ in range(n)]
+
+
+async def _close(*members):
+    for m in members:
+        await m.close()
+
+
+def _expect(code, want: E, what: str) -> Outcome:
+    return Outcome(code == want, f"{what} -> {_name(code)}", f"{what} -> {want.name}")
+
+
+# ----------------------------------------------------------------- scenarios
+async def member_id_required(b: Broker) -> Outcome:
+    if b.version(JOIN) < 4:
+        return Outcome(True, "JoinGroup < v4 only", "MEMBER_ID_REQUIRED from v4", skipped=True)
+    m = await Member(b, _gid("mir")).open()
+    try:
+        r = await m.join_once()
+        ok = r.error_code == E.MEMBER_ID_REQUIRED and bool(r.member_id)
+        return Outcome(ok, f"first join -> {_name(r.error_code)}, member id {'given' if r.member_id else 'empty'}",
+                       "first join -> MEMBER_ID_REQUIRED, member id given")
+    finally:
+        await m.close()
+
+
+async def single_member_stable(b: Broker) -> Outcome:
+    m = await Member(b, _gid("single")).open()
+    try:
+        await m.stable()
+        h = await m.heartbeat()
+        ok = m.leader == m.member_id and m.generation == 1 and h.error_code == 0
+        return Outcome(ok, f"leader={m.leader == m.member_id} generation={m.generation} heartbeat={_name(h.error_code)}",
+                       "leader=True generation=1 heartbeat=NONE")
+    finally:
+        await m.close()
+
+
+async def unknown_member_id(b: Broker) -> Outcome:
+    m = await Member(b, _gid("unknown")).open()
+    try:
+        await m.stable()
+        h = await m.heartbeat(member_id="not-a-member")
+        s_out = await m.conn.call(SYNC, b.version(SYNC), {"group_id": m.group, "generation_id": m.generation,
+                                                         "member_id": "not-a-member", "assignments": []})
+        ok = h.error_code == E.UNKNOWN_MEMBER_ID and s_out.error_code == E.UNKNOWN_MEMBER_ID
+        return Outcome(ok, f"heartbeat -> {_name(h.error_code)}, sync -> {_name(s_out.error_code)}",
+                       "heartbeat -> UNKNOWN_MEMBER_ID, sync -> UNKNOWN_MEMBER_ID")
+    finally:
+        await m.close()
+
+
+async def illegal_generation(b: Broker) -> Outcome:
+    m = await Member(b, _gid("generation")).open()
+    try:
+        await m.stable()
+        h = await m.heartbeat(generation=m.generation + 5)
+        ok = h.error_code == E.ILLEGAL_GENERATION
+        return Outcome(ok, f"heartbeat with a wrong generation -> {_name(h.error_code)}",
+                       "heartbeat with a wrong generation -> ILLEGAL_GENERATION")
+    finally:
+        await m.close()
+
+
+async def rebalance_in_progress_and_early_completion(b: Broker) -> Outcome:
+    """Two stable members; one rejoins with new metadata: the other's heartbeat says
+    REBALANCE_IN_PROGRESS, and the join completes as soon as both rejoin (not at the timeout)."""
+    a, c = await _members(b, _gid("rip"), 2)
+    try:
+        await a.join_once()
+        await c.join_once()
+        ja, jc = await asyncio.gather(a.join(), c.join())
+        leader = a if a.leader == a.member_id else c
+        await asyncio.gather(*(m.sync([(x.member_id, b"") for x in leader.members] if m is leader else [])
+                               for m in (a, c)))
+        gen = a.generation
+        a.protocols = (("range", b"\x00\x02"),)  # changed subscription: the leader must rebalance
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        rejoin = asyncio.ensure_future(a.join())
+        code = None
+        for _ in range(100):
+            h = await c.heartbeat()
+            code = h.error_code
+            if code == E.REBALANCE_IN_PROGRESS:
+                break
+            await asyncio.sleep(0.2)
+        await c.join()
+        await rejoin
+        took = loop.time() - start
+        ok = code == E.REBALANCE_IN_PROGRESS and a.generation == gen + 1 and took < REBALANCE_MS / 1000 / 2
+        return Outcome(ok, f"heartbeat -> {_name(code)}, new generation {a.generation - gen:+d} "
+                           f"after {took:.1f}s (rebalance timeout {REBALANCE_MS // 1000}s)",
+                       "heartbeat -> REBALANCE_IN_PROGRESS, new generation +1 as soon as all rejoined")
+    finally:
+        await _close(a, c)
+
+
+async def static_replacement(b: Broker) -> Outcome:
+    """A static member rejoining with a new member id replaces the old one without a
+    rebalance; the old id is fenced."""
+    group = _gid("static")
+    a = await Member(b, group, instance_id="instance-1").open()
+    a2 = await Member(b, group, instance_id="instance-1").open()
+    try:
+        await a.stable()
+        r = await a2.join()
+        same_gen = r.error_code == 0 and a2.generation == a.generation
+        s = await a2.sync([(a2.member_id, b"")] if a2.leader == a2.member_id else [])
+        old = await a.heartbeat()
+        new = await a2.heartbeat()
+        ok = same_gen and old.error_code == E.FENCED_INSTANCE_ID and new.error_code == 0 and a2.member_id != a.member_id
+        return Outcome(ok, f"rejoin -> {_name(r.error_code)} generation {'unchanged' if same_gen else 'changed'}; "
+                           f"old id heartbeat -> {_name(old.error_code)}, new -> {_name(new.error_code)}",
+                       "rejoin -> NONE generation unchanged; old id heartbeat -> FENCED_INSTANCE_ID, new -> NONE")
+    finally:
+        await _close(a, a2)
+
+
+async def inconsistent_group_protocol(b: Broker) -> Outcome:
+    group = _gid("inconsistent")
+    a = await Member(b, group).open()
+    other = await Member(b, group, protocols=(("roundrobin", b""),)).open()
+    other_type = await Member(b, group, protocol_type="connect").open()
+    try:
+        await a.stable()
+        r1 = await other.join()
+        r2 = await other_type.join()
+        ok = r1.error_code == E.INCONSISTENT_GROUP_PROTOCOL and r2.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        return Outcome(ok, f"no common protocol -> {_name(r1.error_code)}, other protocol type -> {_name(r2.error_code)}",
+                       "no common protocol -> INCONSISTENT_GROUP_PROTOCOL, other protocol type -> INCONSISTENT_GROUP_PROTOCOL")
+    finally:
+        await _close(a, other, other_type)
+
+
+async def invalid_session_timeout(b: Broker) -> Outcome:
+    group = _gid("session")
+    low = await Member(b, group, session_ms=1).open()
+    high = await Member(b, group, session_ms=24 * 3600 * 1000).open()
+    try:
+        r1 = await low.join()
+        r2 = await high.join()
+        ok = r1.error_code == E.INVALID_SESSION_TIMEOUT and r2.error_code == E.INVALID_SESSION_TIMEOUT
+        return Outcome(ok, f"session 1 ms -> {_name(r1.error_code)}, 24 h -> {_name(r2.error_code)}",
+                       "session 1 ms -> INVALID_SESSION_TIMEOUT, 24 h -> INVALID_SESSION_TIMEOUT")
+    finally:
+        await _close(low, high)
+
+
+async def protocol_vote(b: Broker) -> Outcome:
+    """Members vote for their first protocol all members support: two prefer `y`, one `x`."""
+    group = _gid("vote")
+    ms = [await Member(b, group, protocols=p).open()
+          for p in ((("x", b""), ("y", b"")), (("y", b""), ("x", b"")), (("y", b""), ("x", b""), ("z", b"")))]
+    try:
+        for m in ms:
+            await m.join_once()
+        await asyncio.gather(*(m.join() for m in ms))
+        chosen = {m.protocol for m in ms}
+        return Outcome(chosen == {"y"}, f"chosen {sorted(c or '' for c in chosen)}", "chosen ['y']")
+    finally:
+        await _close(*ms)
+
+
+async def skip_assignment(b: Broker) -> Outcome:
+    """KIP-814: a static leader replaced (JoinGroup v9) learns the members but is told to skip assigning."""
+    low, high = b.versions.get(JOIN, (0, -1))
+    if high < 9:
+        return Outcome(True, f"JoinGroup v{high} at most", "skip_assignment from JoinGroup v9", skipped=True)
+    group = _gid("kip814")
+    a = await Member(b, group, instance_id="leader").open()
+    a2 = await Member(b, group, instance_id="leader").open()
+    try:
+        r = await a.join(version=9)
+        await a.sync([(a.member_id, b"")], version=min(5, b.versions.get(SYNC, (0, 0))[1]))
+        r2 = await a2.join(version=9)
+        ok = (r2.error_code == 0 and r2.leader == a2.member_id and r2.get("skip_assignment") is True
+              and len(r2.members) == 1 and a2.generation == a.generation)
+        return Outcome(ok, f"{_name(r2.error_code)} leader={r2.leader == a2.member_id} "
+                           f"skip_assignment={r2.get('skip_assignment')} members={len(r2.members)}",
+                       "NONE leader=True skip_assignment=True members=1")
+    finally:
+        await _close(a, a2)
+
+
+async def pending_sync_expiry(b: Broker) -> Outcome:
+    """A follower that never syncs is removed after the rebalance timeout; the group rebalances."""
+    group = _gid("pendingsync")
+    a = await Member(b, group, rebalance_ms=2000).open()
+    f = await Member(b, group, rebalance_ms=2000).open()
+    try:
+        await a.join_once()
+        await f.join_once()
+        await asyncio.gather(a.join(), f.join())
+        leader, follower = (a, f) if a.leader == a.member_id else (f, a)
+        await leader.sync([(m.member_id, b"") for m in leader.members])
+        code = None
+        for _ in range(150):  # 30 s
+            h = await leader.heartbeat()
+            code = h.error_code
+            if code == E.REBALANCE_IN_PROGRESS:
+                break
+            await asyncio.sleep(0.2)
+        await leader.join()
+        fh = await follower.heartbeat()
+        ok = code == E.REBALANCE_IN_PROGRESS and len(leader.members) == 1 and fh.error_code == E.UNKNOWN_MEMBER_ID
+        return Outcome(ok, f"leader heartbeat -> {_name(code)}, rejoin members={len(leader.members)}, "
+                           f"follower -> {_name(fh.error_code)}",
+                       "leader heartbeat -> REBALANCE_IN_PROGRESS, rejoin members=1, follower -> UNKNOWN_MEMBER_ID")
+    finally:
+        await _close(a, f)
+
+
+async def _create_topic(b: Broker, topic: str, partitions: int = 1) -> None:
+    async with RawConnection(b.host, b.port) as c:
+        r = await c.call(CREATE, b.version(CREATE), {"topics": [{"name": topic, "num_partitions": partitions,
+                                                                "replication_factor": 1, "assignments": [],
+                                                                "configs": []}], "timeout_ms": 10000})
+        code = r.topics[0].error_code
+        if code not in (0, E.TOPIC_ALREADY_EXISTS):
+            raise AssertionError(f"CreateTopics({topic}) -> {_name(code)}")
+    await asyncio.sleep(0.5)  # let metadata settle on multi-node brokers
+
+
+async def _fetch(conn, b, group, topic):
+    v = b.version(FETCH)
+    r = await conn.call(FETCH, v, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]})
+    return r.error_code, r.topics[0].partitions[0].committed_offset if r.topics else None
+
+
+async def offsets_of_empty_group(b: Broker) -> Outcome:
+    """After the last member leaves, the Empty group still takes commits from a
+    standalone consumer (generation -1) and returns them."""
+    group, topic = _gid("offsets"), _gid("topic")
+    await _create_topic(b, topic)
+    m = await Member(b, group).open()
+    try:
+        await m.stable()
+        await m.leave()
+        c = await m.conn.call(COMMIT, b.version(COMMIT), {
+            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 42,
+                                                        "committed_metadata": "m"}]}]})
+        code = c.topics[0].partitions[0].error_code
+        fcode, offset = await _fetch(m.conn, b, group, topic)
+        stale = await m.conn.call(COMMIT, b.version(COMMIT), {
+            "group_id": group, "generation_id_or_member_epoch": 1, "member_id": m.member_id,
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 7}]}]})
+        scode = stale.topics[0].partitions[0].error_code
+        ok = code == 0 and fcode == 0 and offset == 42 and scode in (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION)
+        return Outcome(ok, f"commit gen -1 -> {_name(code)}, fetch -> {offset}; old member commit -> {_name(scode)}",
+                       "commit gen -1 -> NONE, fetch -> 42; old member commit -> UNKNOWN_MEMBER_ID")
+    finally:
+        await m.close()
+
+
+async def leave_group(b: Broker) -> Outcome:
+    group = _gid("leave")
+    a, c = await _members(b, group, 2)
+    try:
+        await a.join_once()
+        await c.join_once()
+        await asyncio.gather(a.join(), c.join())
+        leader = a if a.leader == a.member_id else c
+        await asyncio.gather(*(m.sync([(x.member_id, b"") for x in leader.members] if m is leader else [])
+                               for m in (a, c)))
+        r = await c.leave()
+        code = r.error_code if b.version(LEAVE) < 3 else (r.error_code or r.members[0].error_code)
+        h = await a.heartbeat()
+        c.member_id = "gone-" + c.member_id
+        r2 = await c.leave()
+        code2 = r2.error_code if b.version(LEAVE) < 3 else (r2.error_code or (r2.members[0].error_code if r2.members else 0))
+        ok = code == 0 and h.error_code == E.REBALANCE_IN_PROGRESS and code2 == E.UNKNOWN_MEMBER_ID
+        return Outcome(ok, f"leave -> {_name(code)}, other's heartbeat -> {_name(h.error_code)}, "
+                           f"unknown leaver -> {_name(code2)}",
+                       "leave -> NONE, other's heartbeat -> REBALANCE_IN_PROGRESS, unknown leaver -> UNKNOWN_MEMBER_ID")
+    finally:
+        await _close(a, c)
+
+
+SCENARIOS = {
+    "member-id-required": member_id_required,
+    "single-member-stable": single_member_stable,
+    "unknown-member-id": unknown_member_id,
+    "illegal-generation": illegal_generation,
+    "rebalance-in-progress+early-join": rebalance_in_progress_and_early_completion,
+    "static-replacement+fenced-instance": static_replacement,
+    "inconsistent-group-protocol": inconsistent_group_protocol,
+    "invalid-session-timeout": invalid_session_timeout,
+    "protocol-vote": protocol_vote,
+    "kip-814-skip-assignment": skip_assignment,
+    "pending-sync-expiry": pending_sync_expiry,
+    "offsets-of-empty-group": offsets_of_empty_group,
+    "leave-group": leave_group,
+}

@@ -1,0 +1,346 @@
+"""Fault injection: rules that make requests fail, stall or lose their connection.
+
+A rule matches requests (api key, and optionally group id, member id, client id,
+version) and fires `once`, `times` N, on `every` Nth match, or for `seconds` S
+after it was added. Actions:
+
+  error         answer with `error` instead of handling the request; the body is
+                the one Kafka sends for that error at that api/version
+  delay         handle the request, `delay_ms` late
+  drop_before   close the connection without handling the request
+  drop_after    handle the request, then close the connection without answering
+  unavailable   the coordinator switch (COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR /
+                COORDINATOR_LOAD_IN_PROGRESS) for `group` (or all groups) while the
+                rule lives; FindCoordinator honours it too
+  expire_member expire the requesting (or the rule's) member now, then handle
+  rebalance     force a rebalance of the request's (or the rule's) group now, then handle
+
+`unavailable` needs no request to match: it applies from the moment it is added.
+The server calls `FaultInjector.around` once per request; with no rules it costs
+one list check.
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Awaitable, Callable
+
+from wire import codec
+from wire.errors import ErrorCode
+
+log = logging.getLogger("kcoord.faults")
+
+ACTIONS = ("error", "delay", "drop_before", "drop_after", "unavailable", "expire_member", "rebalance")
+UNAVAILABLE_ERRORS = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
+                      ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+API_NAMES = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9,
+             "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12, "LeaveGroup": 13, "SyncGroup": 14,
+             "DescribeGroups": 15, "ListGroups": 16, "ApiVersions": 18, "CreateTopics": 19,
+             "DeleteGroups": 42, "OffsetDelete": 47}
+_ids = itertools.count(1)
+
+
+class FaultRuleError(ValueError):
+    pass
+
+
+def _api_key(value) -> int | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    if text.lstrip("-").isdigit():
+        return int(text)
+    for name, key in API_NAMES.items():
+        if name.lower() == text.lower():
+            return key
+    raise FaultRuleError(f"unknown api {value!r} (a key number or one of {', '.join(API_NAMES)})")
+
+
+def _error_code(value) -> ErrorCode:
+    if isinstance(value, int) or str(value).lstrip("-").isdigit():
+        return ErrorCode(int(value))
+    try:
+        return ErrorCode[str(value).upper()]
+    except KeyError:
+        raise FaultRuleError(f"unknown error code {value!r}") from None
+
+
+@dataclass
+class FaultRule:
+    action: str
+    api: int | None = None
+    group: str | None = None
+    member: str | None = None
+    client: str | None = None
+    version: int | None = None
+    error: ErrorCode | None = None
+    delay_ms: int = 0
+    # How it fires: `times` matches (once = 1), every `every`th match, or for `seconds`.
+    times: int | None = None
+    every: int | None = None
+    seconds: float | None = None
+    id: int = field(default_factory=lambda: next(_ids))
+    matched: int = 0
+    fired: int = 0
+    created: float = field(default_factory=time.monotonic)
+
+    @classmethod
+    def from_dict(cls, spec: dict) -> "FaultRule":
+        spec = dict(spec)
+        unknown = set(spec) - {"action", "api", "group", "member", "client", "version", "error", "delay_ms",
+                               "once", "times", "every", "seconds"}
+        if unknown:
+            raise FaultRuleError(f"unknown rule fields {sorted(unknown)}")
+        action = spec.get("action") or ("error" if "error" in spec else "delay" if "delay_ms" in spec else None)
+        if action not in ACTIONS:
+            raise FaultRuleError(f"action must be one of {', '.join(ACTIONS)} (got {action!r})")
+        times = spec.get("times")
+        if spec.get("once") in (True, "true", "1", 1, ""):
+            times = 1
+        rule = cls(action=action, api=_api_key(spec.get("api")), group=spec.get("group"),
+                   member=spec.get("member"), client=spec.get("client"),
+                   version=None if spec.get("version") in (None, "") else int(spec["version"]),
+                   error=None if spec.get("error") in (None, "") else _error_code(spec["error"]),
+                   delay_ms=int(spec.get("delay_ms") or 0),
+                   times=None if times in (None, "") else int(times),
+                   every=None if spec.get("every") in (None, "") else int(spec["every"]),
+                   seconds=None if spec.get("seconds") in (None, "") else float(spec["seconds"]))
+        if rule.action == "error" and rule.error is None:
+            raise FaultRuleError("action 'error' needs an error code (error=NOT_COORDINATOR)")
+        if rule.action == "unavailable":
+            rule.error = rule.error or ErrorCode.COORDINATOR_NOT_AVAILABLE
+            if rule.error not in UNAVAILABLE_ERRORS:
+                raise FaultRuleError(f"unavailable takes one of {[e.name for e in UNAVAILABLE_ERRORS]}")
+        if rule.action == "delay" and rule.delay_ms <= 0:
+            raise FaultRuleError("action 'delay' needs delay_ms > 0")
+        if rule.times is None and rule.every is None and rule.seconds is None and rule.action != "unavailable":
+            rule.times = 1  # a rule with no duration fires once
+        return rule
+
+    @classmethod
+    def parse(cls, text: str) -> "FaultRule":
+        """A rule from JSON (`{"api": "JoinGroup", ...}`) or `key=value,...` text (`once` alone counts)."""
+        text = text.strip()
+        if text.startswith("{"):
+            return cls.from_dict(json.loads(text))
+        spec = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = part.partition("=")
+            spec[key.strip().replace("-", "_")] = value.strip() if sep else True
+        return cls.from_dict(spec)
+
+    def to_dict(self) -> dict:
+        out = {k: v for k, v in asdict(self).items() if v is not None and k != "created"}
+        if self.error is not None:
+            out["error"] = self.error.name
+        if self.api is not None:
+            out["api_name"] = next((n for n, k in API_NAMES.items() if k == self.api), str(self.api))
+        return out
+
+    def expired(self, now: float) -> bool:
+        if self.times is not None and self.fired >= self.times:
+            return True
+        return self.seconds is not None and now - self.created >= self.seconds
+
+    def matches(self, api_key: int, api_version: int, client_id, group, member) -> bool:
+        return ((self.api is None or self.api == api_key)
+                and (self.version is None or self.version == api_version)
+                and (self.client is None or self.client == client_id)
+                and (self.group is None or self.group == group)
+                and (self.member is None or self.member == member))
+
+    def take(self) -> bool:
+        """Count a match; whether the rule fires on it."""
+        self.matched += 1
+        if self.every is not None and self.matched % self.every != 0:
+            return False
+        self.fired += 1
+        return True
+
+
+def request_group(api_key: int, body) -> str | None:
+    if api_key == 10:  # FindCoordinator: the key, for group keys
+        if body.get("key_type", 0) != 0:
+            return None
+        keys = body.get("coordinator_keys")
+        return keys[0] if keys else body.get("key")
+    if api_key == 9 and body.get("groups"):
+        return body.groups[0].group_id
+    if api_key in (15, 42):
+        groups = body.get("groups") or body.get("groups_names") or []
+        return groups[0] if groups else None
+    return body.get("group_id")
+
+
+def error_body(api_key: int, api_version: int, body, error: ErrorCode) -> dict:
+    """The response Kafka sends when request `body` fails as a whole with `error`."""
+    code = int(error)
+    if api_key == 11:  # JoinGroup: the member id given is echoed back
+        return {"error_code": code, "generation_id": -1, "member_id": body.get("member_id", ""),
+                "protocol_name": None if api_version >= 7 else "", "leader": "", "members": []}
+    if api_key == 8:  # OffsetCommit: the error on every partition
+        return {"topics": [{"name": t.name, "partitions": [{"partition_index": p.partition_index,
+                                                              "error_code": code} for p in t.partitions]}
+                           for t in body.topics]}
+    if api_key == 9:  # OffsetFetch: per group from v8, top level before
+        if api_version >= 8:
+            return {"groups": [{"group_id": g.group_id, "topics": [], "error_code": code} for g in body.groups]}
+        return {"topics": [], "error_code": code}
+    if api_key == 10:
+        none = {"node_id": -1, "host": "", "port": -1}
+        if api_version >= 4:
+            return {"coordinators": [{"key": k, "error_code": code, **none} for k in body.coordinator_keys]}
+        return {"error_code": code, **none}
+    if api_key == 15:
+        return {"groups": [{"group_id": g, "error_code": code, "group_state": "", "protocol_type": "",
+                            "protocol_data": "", "members": []} for g in body.groups]}
+    if api_key == 42:
+        return {"results": [{"group_id": g, "error_code": code} for g in body.groups_names]}
+    layout = codec.message(api_key, api_version, "response")
+    if not any(name == "error_code" for name, _ in layout.tree.fields):
+        raise FaultRuleError(f"api {api_key} v{api_version} has no top-level error code: "
+                             "use drop_before/delay for it")
+    return {"error_code": code}
+
+
+class FaultInjector:
+    def __init__(self, coordinator=None):
+        self.coordinator = coordinator   # a CoordinatorService, for unavailable/expire/rebalance
+        self.rules: list[FaultRule] = []
+        self.fired_log: list[dict] = []  # what fired, in order (bounded)
+        self.seen: dict[int, int] = {}   # api key -> requests seen, to observe client recovery
+        # (sequence number, api key, group) of the latest requests: what a client did after a fault.
+        self.history: collections.deque = collections.deque(maxlen=100000)
+        self._seq = 0
+
+    # ------------------------------------------------------------ rules
+    def add(self, rule: FaultRule | dict | str) -> FaultRule:
+        if isinstance(rule, str):
+            rule = FaultRule.parse(rule)
+        elif isinstance(rule, dict):
+            rule = FaultRule.from_dict(rule)
+        self.rules.append(rule)
+        if rule.action == "unavailable" and rule.api is None:
+            self._switch(rule, on=True)
+        log.info("fault rule %d added: %s", rule.id, rule.to_dict())
+        return rule
+
+    def remove(self, rule_id: int) -> bool:
+        for rule in list(self.rules):
+            if rule.id == rule_id:
+                self._retire(rule)
+                return True
+        return False
+
+    def clear(self) -> None:
+        for rule in list(self.rules):
+            self._retire(rule)
+
+    def list(self) -> list[dict]:
+        self._expire(time.monotonic())
+        return [r.to_dict() for r in self.rules]
+
+    def _retire(self, rule: FaultRule) -> None:
+        if rule in self.rules:
+            self.rules.remove(rule)
+        if rule.action == "unavailable" and rule.api is None:
+            self._switch(rule, on=False)
+
+    def _switch(self, rule: FaultRule, on: bool) -> None:
+        if self.coordinator is None:
+            raise FaultRuleError("no coordinator to make unavailable")
+        core = self.coordinator.core
+        if on:
+            core.set_unavailable(rule.error, rule.group)
+            if rule.seconds is not None:
+                asyncio.get_running_loop().call_later(rule.seconds, self._retire, rule)
+        else:
+            core.set_available(rule.group)
+
+    def _expire(self, now: float) -> None:
+        for rule in list(self.rules):
+            if rule.expired(now):
+                self._retire(rule)
+
+    # ------------------------------------------------------------ actions at once
+    async def expire_member(self, group_id: str, member_id: str) -> bool:
+        core = self.coordinator.core
+        return await self.coordinator.run(group_id, lambda: core.expire_member_now(group_id, member_id))
+
+    async def force_rebalance(self, group_id: str) -> bool:
+        core = self.coordinator.core
+        return await self.coordinator.run(group_id, lambda: core.force_rebalance(group_id, "forced by fault rule"))
+
+    # ------------------------------------------------------------ the server hook
+    async def around(self, req, handle: Callable[[], Awaitable[bytes | None]]):
+        """Handle request `req` through `handle()`, applying the first rule that fires.
+
+        Returns response bytes, None (no response) or False (close the connection)."""
+        self.seen[req.api_key] = self.seen.get(req.api_key, 0) + 1
+        self._seq += 1
+        body = req.body
+        group = request_group(req.api_key, body) if isinstance(body, dict) else None
+        self.history.append((self._seq, req.api_key, group))
+        if not self.rules:
+            return await handle()
+        now = time.monotonic()
+        self._expire(now)
+        member = body.get("member_id") if isinstance(body, dict) else None
+        rule = next((r for r in self.rules
+                     if not (r.action == "unavailable" and r.api is None)
+                     and r.matches(req.api_key, req.api_version, req.client_id, group, member) and r.take()), None)
+        if rule is None:
+            return await handle()
+        if len(self.fired_log) < 10000:
+            self.fired_log.append({"seq": self._seq, "rule": rule.id, "action": rule.action, "api": req.api_key,
+                                   "version": req.api_version, "group": group, "member": member,
+                                   "client": req.client_id})
+        if rule.expired(now):
+            self._retire(rule)
+        log.info("fault rule %d fires on api %d v%d (group %s, member %s)", rule.id, req.api_key,
+                 req.api_version, group, member)
+        action = rule.action
+        if action in ("error", "unavailable"):
+            body_out = error_body(req.api_key, req.api_version, body, rule.error)
+            return codec.encode_response(req.api_key, req.api_version, {"correlation_id": req.correlation_id},
+                                         body_out)
+        if action == "delay":
+            await asyncio.sleep(rule.delay_ms / 1000)
+            return await handle()
+        if action == "drop_before":
+            return False
+        if action == "drop_after":
+            await handle()
+            return False
+        target_group = rule.group or group
+        if action == "expire_member" and target_group and (rule.member or member):
+            await self.expire_member(target_group, rule.member or member)
+        elif action == "rebalance" and target_group:
+            await self.force_rebalance(target_group)
+        return await handle()
+
+
+def load_rules_file(path: str) -> list[dict]:
+    """Rules from a JSON or YAML file: a list of rule objects, or {"rules": [...]}."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    if path.endswith((".yaml", ".yml")):
+        try:
+            import yaml
+        except ImportError:
+            raise FaultRuleError("YAML rules files need PyYAML: pip install pyyaml (or write the rules as JSON)")
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    if isinstance(data, dict):
+        data = data.get("rules", [])
+    if not isinstance(data, list):
+        raise FaultRuleError(f"{path}: expected a list of rules")
+    return data
