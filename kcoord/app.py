@@ -10,6 +10,7 @@ import collections
 from kcoord.admin_http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
+from kcoord.security.setup import security_options
 from kcoord.server import KafkaServer
 
 
@@ -24,7 +25,7 @@ class Kcoord:
         if self.coordinator is not None:
             self.coordinator.core.bus.subscribe(self.recorded_events.append)
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
-                                  self.config.max_frame_bytes)
+                                  self.config.max_frame_bytes, **security_options(self.config))
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)
                      if self.config.http_host is not None else None)

@@ -25,6 +25,25 @@ def _serve_parser(sub) -> None:
                    help="auto.create.topics.enable (default on)")
     p.add_argument("--http", default=None, metavar="HOST:PORT",
                    help="serve the HTTP admin endpoint (/healthz, ...) on HOST:PORT (default: off)")
+    lim = p.add_argument_group("limits (Kafka's broker config names and defaults)")
+    lim.add_argument("--max-connections", type=int, default=2**31 - 1, help="max.connections")
+    lim.add_argument("--max-connections-per-ip", type=int, default=2**31 - 1, help="max.connections.per.ip")
+    lim.add_argument("--connections-max-idle-ms", type=int, default=600000,
+                     help="connections.max.idle.ms (default %(default)s; -1: never)")
+    lim.add_argument("--socket-request-max-bytes", type=int, default=100 * 1024 * 1024,
+                     help="socket.request.max.bytes, the largest request frame (default %(default)s)")
+    lim.add_argument("--max-buffered-request-bytes", type=int, default=64 * 1024,
+                     help="pipelined request bytes read ahead per connection (default %(default)s)")
+    lim.add_argument("--group-max-size", type=int, default=2**31 - 1, help="group.max.size")
+    sec = p.add_argument_group("security (off by default)")
+    sec.add_argument("--sasl-users", default=None, metavar="FILE",
+                     help="turn SASL on with users from FILE (name:password per line)")
+    sec.add_argument("--sasl-mechanisms", default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                     help="sasl.enabled.mechanisms (default %(default)s)")
+    sec.add_argument("--tls-cert", default=None, metavar="PEM", help="turn TLS on with this certificate chain")
+    sec.add_argument("--tls-key", default=None, metavar="PEM", help="private key of --tls-cert")
+    sec.add_argument("--tls-client-ca", default=None, metavar="PEM",
+                     help="require client certificates signed by this CA (ssl.client.auth=required)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ... (default %(default)s)")
 
 
@@ -41,7 +60,15 @@ def config_from_args(args) -> ServerConfig:
                        data_dir=None if args.data_dir in (None, "none") else args.data_dir,
                        auto_create_topics=args.auto_create_topics,
                        default_partitions=args.default_partitions,
-                       initial_rebalance_delay_ms=args.initial_rebalance_delay_ms)
+                       initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                       max_connections=args.max_connections, max_connections_per_ip=args.max_connections_per_ip,
+                       connections_max_idle_ms=args.connections_max_idle_ms,
+                       max_frame_bytes=args.socket_request_max_bytes,
+                       max_buffered_request_bytes=args.max_buffered_request_bytes,
+                       group_max_size=args.group_max_size, sasl_users_file=args.sasl_users,
+                       sasl_mechanisms=tuple(m.strip() for m in args.sasl_mechanisms.split(",") if m.strip()),
+                       tls_cert_file=args.tls_cert, tls_key_file=args.tls_key,
+                       tls_client_ca_file=args.tls_client_ca)
     if args.http:
         cfg.http_host, cfg.http_port = parse_host_port(args.http, default_port=8080)
     if args.advertised:
