@@ -307,3 +307,35 @@ def test_legacy_v0_handshake_with_raw_tokens(sasl_server):
 def test_sasl_apis_on_a_plaintext_listener_are_illegal_state(kcoord_server):
     with _connect(kcoord_server._thread) as sock:
         assert _call(sock, 17, 1, {"mechanism": "PLAIN"}).error_code == ErrorCode.ILLEGAL_SASL_STATE
+
+
+# ---- Java client ------------------------------------------------------------------------------
+
+def _jaas(mechanism, user, password):
+    module = ("org.apache.kafka.common.security.plain.PlainLoginModule" if mechanism == "PLAIN"
+              else "org.apache.kafka.common.security.scram.ScramLoginModule")
+    return f'{module} required username="{user}" password="{password}";'
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_java_consumer_logs_in_over_sasl_ssl(sasl_ssl_server, certs, mechanism):
+    from tests.integration import javaclient
+
+    group = f"java-{mechanism}-{uuid.uuid4().hex[:6]}"
+    events = javaclient.login(sasl_ssl_server.bootstrap, "sec-topic", group, {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": mechanism,
+        "sasl.jaas.config": _jaas(mechanism, "alice", "alice-secret"),
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca)})
+    assert events[-1]["event"] == "assigned", events
+    # The Java consumer closes (LeaveGroup) right after its assignment: the group went through a generation.
+    assert sasl_ssl_server.app.coordinator.core.groups[group].generation >= 1
+
+
+def test_java_consumer_with_wrong_password_fails_authentication(sasl_server):
+    from tests.integration import javaclient
+
+    events = javaclient.login(sasl_server.bootstrap, "sec-topic", f"java-bad-{uuid.uuid4().hex[:6]}", {
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": _jaas("SCRAM-SHA-512", "alice", "wrong")}, max_seconds=30)
+    assert events[-1]["event"] == "error", events
+    assert events[-1]["error"].endswith("SaslAuthenticationException"), events
