@@ -13,6 +13,7 @@ from kcoord.broker import Broker
 from kcoord.config import ServerConfig
 from kcoord.metrics import Metrics
 from kcoord.fault_routes import install_faults
+from kcoord.security.setup import security_options
 from kcoord.server import KafkaServer
 
 
@@ -28,7 +29,7 @@ class Kcoord:
             self.coordinator.core.bus.subscribe(self.recorded_events.append)
         self.journal = _open_journal(self.config, self.coordinator)
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
-                                  self.config.max_frame_bytes)
+                                  self.config.max_frame_bytes, **security_options(self.config))
         self.storage = None
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)

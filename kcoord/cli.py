@@ -38,6 +38,25 @@ def _serve_parser(sub) -> None:
                    help="fault rules active from start: a JSON or YAML list (see README, Fault injection)")
     p.add_argument("--fault", action="append", default=[], metavar="RULE",
                    help="one fault rule, e.g. api=Heartbeat,error=NOT_COORDINATOR,times=3 (repeatable)")
+    lim = p.add_argument_group("limits (Kafka's broker config names and defaults)")
+    lim.add_argument("--max-connections", type=int, default=2**31 - 1, help="max.connections")
+    lim.add_argument("--max-connections-per-ip", type=int, default=2**31 - 1, help="max.connections.per.ip")
+    lim.add_argument("--connections-max-idle-ms", type=int, default=600000,
+                     help="connections.max.idle.ms (default %(default)s; -1: never)")
+    lim.add_argument("--socket-request-max-bytes", type=int, default=100 * 1024 * 1024,
+                     help="socket.request.max.bytes, the largest request frame (default %(default)s)")
+    lim.add_argument("--max-buffered-request-bytes", type=int, default=64 * 1024,
+                     help="pipelined request bytes read ahead per connection (default %(default)s)")
+    lim.add_argument("--group-max-size", type=int, default=2**31 - 1, help="group.max.size")
+    sec = p.add_argument_group("security (off by default)")
+    sec.add_argument("--sasl-users", default=None, metavar="FILE",
+                     help="turn SASL on with users from FILE (name:password per line)")
+    sec.add_argument("--sasl-mechanisms", default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                     help="sasl.enabled.mechanisms (default %(default)s)")
+    sec.add_argument("--tls-cert", default=None, metavar="PEM", help="turn TLS on with this certificate chain")
+    sec.add_argument("--tls-key", default=None, metavar="PEM", help="private key of --tls-cert")
+    sec.add_argument("--tls-client-ca", default=None, metavar="PEM",
+                     help="require client certificates signed by this CA (ssl.client.auth=required)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ... (default %(default)s)")
 
 
@@ -82,7 +101,15 @@ def config_from_args(args) -> ServerConfig:
                        fsync=args.fsync, fsync_interval_ms=args.fsync_interval_ms,
                        auto_create_topics=args.auto_create_topics,
                        default_partitions=args.default_partitions,
-                       initial_rebalance_delay_ms=args.initial_rebalance_delay_ms)
+                       initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                       max_connections=args.max_connections, max_connections_per_ip=args.max_connections_per_ip,
+                       connections_max_idle_ms=args.connections_max_idle_ms,
+                       max_frame_bytes=args.socket_request_max_bytes,
+                       max_buffered_request_bytes=args.max_buffered_request_bytes,
+                       group_max_size=args.group_max_size, sasl_users_file=args.sasl_users,
+                       sasl_mechanisms=tuple(m.strip() for m in args.sasl_mechanisms.split(",") if m.strip()),
+                       tls_cert_file=args.tls_cert, tls_key_file=args.tls_key,
+                       tls_client_ca_file=args.tls_client_ca)
     cfg.journal = args.journal
     cfg.journal_max_bytes = args.journal_max_bytes
     if args.http:

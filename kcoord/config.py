@@ -31,6 +31,18 @@ class ServerConfig:
     max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     offsets_topic_partitions: int = 50        # offsets.topic.num.partitions
     initial_rebalance_delay_ms: int = 3000    # group.initial.rebalance.delay.ms
+    # Limits (kcoord.limits), with Kafka's broker config names.
+    max_connections: int = 2**31 - 1          # max.connections
+    max_connections_per_ip: int = 2**31 - 1   # max.connections.per.ip
+    connections_max_idle_ms: int = 600000     # connections.max.idle.ms
+    max_buffered_request_bytes: int = 64 * 1024  # read-ahead of pipelined requests per connection
+    group_max_size: int = 2**31 - 1           # group.max.size
+    # Authentication (kcoord.security), off by default.
+    sasl_users_file: str | None = None        # name:password lines; turns SASL on
+    sasl_mechanisms: tuple = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # sasl.enabled.mechanisms
+    tls_cert_file: str | None = None          # turns TLS on (SSL, or SASL_SSL with SASL)
+    tls_key_file: str | None = None
+    tls_client_ca_file: str | None = None     # ssl.client.auth=required when set
     # The HTTP admin endpoint (`--http`); None keeps it off.
     http_host: str | None = None
     http_port: int = 0

@@ -15,6 +15,7 @@ import time
 
 from kcoord.api import HANDLERS, RequestContext, load_all
 from kcoord.metrics import top_level_error
+from kcoord.limits import ConnectionLimits
 from wire import codec
 from wire.codec import API_VERSIONS_KEY, UnsupportedVersionError
 from wire.errors import ErrorCode
@@ -41,11 +42,17 @@ class Connection:
 
 
 class KafkaServer:
-    def __init__(self, broker, host: str, port: int, max_frame_bytes: int):
+    def __init__(self, broker, host: str, port: int, max_frame_bytes: int, limits=None, sasl=None,
+                 ssl_context=None):
         self.broker = broker
         self.host = host
         self.port = port
         self.max_frame_bytes = max_frame_bytes
+        # kcoord.limits.ConnectionLimits; kcoord.security.gate.SaslGate when SASL is on; ssl.SSLContext for TLS.
+        self.limits = limits or ConnectionLimits()
+        self.sasl = sasl
+        self.ssl_context = ssl_context
+        self.limit_hits = self.limits.hits
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
         # Callables (connection, "request"|"response", payload) seeing every frame: traffic capture.
@@ -56,7 +63,8 @@ class KafkaServer:
         load_all()
 
     async def start(self) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True,
+                                                  limit=self.limits.max_buffered_bytes, ssl=self.ssl_context)
         sock = self._server.sockets[0].getsockname()
         self.port = sock[1]
         return sock[0], sock[1]
@@ -75,6 +83,10 @@ class KafkaServer:
         task = asyncio.current_task()
         self._connections.add(task)
         conn = Connection(reader, writer)
+        if not self.limits.admit(conn.host):
+            self._connections.discard(task)
+            writer.transport.abort()
+            return
         try:
             await self._connection_loop(conn)
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -85,6 +97,7 @@ class KafkaServer:
             log.exception("closing %s after an internal error", conn)
         finally:
             self._connections.discard(task)
+            self.limits.release(conn.host)
             writer.close()
             try:
                 await writer.wait_closed()
@@ -94,9 +107,17 @@ class KafkaServer:
     async def _connection_loop(self, conn: Connection) -> None:
         while True:
             try:
-                payload = await read_frame(conn.reader, self.max_frame_bytes)
+                async with asyncio.timeout(self.limits.idle_seconds):
+                    payload = await read_frame(conn.reader, self.max_frame_bytes)
             except FrameError as err:
-                log.warning("closing %s: %s", conn, err)
+                if "socket.request.max.bytes" in str(err):
+                    self.limits.hit("socket.request.max.bytes", conn.host, "closing %s: %s", conn, err)
+                else:
+                    log.warning("closing %s: %s", conn, err)
+                return
+            except TimeoutError:
+                self.limits.hit("connections.max.idle.ms", conn.host, "closing %s: idle for %d ms "
+                                "(connections.max.idle.ms)", conn, self.limits.idle_ms)
                 return
             if payload is None:
                 return
@@ -110,9 +131,15 @@ class KafkaServer:
                     observe(conn, "response", response)
                 conn.writer.write(encode_frame(response))
                 await conn.writer.drain()
+            if getattr(conn, "close_after_response", False):
+                return
 
     async def _handle(self, conn: Connection, payload: bytes):
         """Returns response bytes, None (no response), or False (close the connection)."""
+        if self.sasl is not None:
+            gated = self.sasl.check(conn, payload)
+            if gated is not None:
+                return gated
         try:
             req = codec.decode_request(payload)
         except UnsupportedVersionError as err:

@@ -20,7 +20,8 @@ __all__ = [
 
 def build_coordinator(server_config, topics, timer: Timer | None = None) -> CoordinatorService:
     config = CoordinatorConfig(initial_rebalance_delay_ms=server_config.initial_rebalance_delay_ms,
-                               offsets_topic_partitions=server_config.offsets_topic_partitions)
+                               offsets_topic_partitions=server_config.offsets_topic_partitions,
+                               max_group_size=getattr(server_config, "group_max_size", 2**31 - 1))
     bus = EventBus()
     bus.subscribe(KafkaWordedLog())
     core = GroupCoordinator(timer or AsyncioTimer(), config, topics, bus)

@@ -67,3 +67,25 @@ def run(action: str, *args: str, timeout: float = 120) -> list[dict]:
 def start(action: str, *args: str) -> subprocess.Popen:
     """Start an action in the background (stdout: JSON lines)."""
     return subprocess.Popen(command(action, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def login_command(bootstrap: str, topic: str, group: str, max_seconds: int, properties: dict) -> list[str]:
+    """KcoordJavaLogin: a consumer with the given client properties (security settings) joins a group."""
+    source = SOURCE.with_name("KcoordJavaLogin.java")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    out = Path(sys.prefix) / "java-build" / f"login-{digest}"
+    if not (out / "KcoordJavaLogin.class").exists():
+        build_dir()  # checks the JDK
+        out.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["javac", "-nowarn", "-cp", classpath(), "-d", str(out), str(source)], check=True)
+    return ["java", "-cp", f"{out}:{classpath()}", "KcoordJavaLogin", bootstrap, topic, group, str(max_seconds),
+            *(f"{k}={v}" for k, v in properties.items())]
+
+
+def login(bootstrap: str, topic: str, group: str, properties: dict, max_seconds: int = 60) -> list[dict]:
+    proc = subprocess.run(login_command(bootstrap, topic, group, max_seconds, properties), capture_output=True,
+                          text=True, timeout=max_seconds + 60)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not events:
+        raise RuntimeError(f"java login printed nothing ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return events
