@@ -11,7 +11,7 @@ import sys
 import time
 
 from kcoord.testing.plugin import start_server
-from tests.integration.members import Member
+from kcoord.conformance.members import Member
 
 GROUP = "journal-scenario"
 TOPIC = "journal-topic"

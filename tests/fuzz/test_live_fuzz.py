@@ -89,7 +89,7 @@ def test_100k_mutated_frames_against_a_live_server(tmp_path):
 
         group = f"guard-{uuid.uuid4().hex}"
         member = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.member", "--client", "kafka-python", "--bootstrap", bootstrap,
+            [sys.executable, "-m", "kcoord.conformance.member", "--client", "kafka-python", "--bootstrap", bootstrap,
              "--topic", "guarded", "--group", group, "--session-ms", "10000"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
         events: list[dict] = []

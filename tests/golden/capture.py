@@ -94,7 +94,7 @@ def confluent(bootstrap):
 
 
 def java(bootstrap):
-    from tests.integration import javaclient
+    from kcoord.conformance import javaclient
 
     javaclient.run("produce", "--bootstrap", bootstrap, "--topic", TOPIC, "--count", str(RECORDS))
     javaclient.run("consume", "--bootstrap", bootstrap, "--topic", TOPIC, "--group", GROUP,

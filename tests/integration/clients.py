@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tests.integration import javaclient
+from kcoord.conformance import javaclient
 
 CLIENTS = ["kafka-python", "aiokafka", "confluent", "java"]
 

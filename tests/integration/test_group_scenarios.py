@@ -3,7 +3,7 @@ import pytest
 
 from kcoord.testing.plugin import start_server
 from tests.integration.clients import CLIENTS
-from tests.integration.members import Member, assignments
+from kcoord.conformance.members import Member, assignments
 
 PARTITIONS = 12
 

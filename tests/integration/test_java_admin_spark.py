@@ -7,9 +7,9 @@ executors, or a subscribing driver consumer in useDeprecatedOffsetFetching mode)
 import pytest
 
 from kcoord.testing.plugin import start_server
-from tests.integration import javaclient
+from kcoord.conformance import javaclient
 from tests.integration.clients import consume, produce
-from tests.integration.members import Member, assignments
+from kcoord.conformance.members import Member, assignments
 
 
 @pytest.fixture
