@@ -192,7 +192,8 @@ def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_nev
     lock = threading.Lock()
     committers = [subprocess.Popen([sys.executable, "-m", "tests.integration.committer", "--bootstrap",
                                     f"127.0.0.1:{port}", "--topic", "k9", "--group", "k9",
-                                    "--instance-id", f"static-{i}"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+                                    "--instance-id", f"static-{i}", "--session-ms", "30000"],
+                                   stdout=subprocess.PIPE, text=True, cwd=ROOT)
                   for i in range(4)]
 
     def read(p):
