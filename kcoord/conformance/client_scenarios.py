@@ -123,17 +123,23 @@ def leave_one_rebalance(bootstrap: str, client: str) -> Outcome:
 
 
 def static_restart(bootstrap: str, client: str) -> Outcome:
-    """A static member killed and restarted within its session timeout gets its partitions
-    back with no rebalance: the other member sees no revocation or assignment.
+    """A static follower killed and restarted within its session timeout gets its partitions
+    back with no rebalance: the other member sees no revocation or assignment."""
+    return _static_restart(bootstrap, client, restart_leader=False)
 
-    The restarted member is a follower: `a` starts alone and leads, then `b` joins. (A
-    restarted leader is KIP-814's case, checked by the raw scenarios: some clients, like
-    kafka-python, rejoin by themselves after leading an assignment made before their
-    topic metadata arrived, which is a rebalance against Kafka too.)"""
+
+def static_leader_restart(bootstrap: str, client: str) -> Outcome:
+    """The same for the group's leader. Clients below JoinGroup v9 must be told the old leader
+    id so they do not assign (and then rejoin as leader); from v9 they get skip_assignment."""
+    return _static_restart(bootstrap, client, restart_leader=True)
+
+
+def _static_restart(bootstrap: str, client: str, restart_leader: bool) -> Outcome:
+    # `a` starts alone and leads, then `b` joins; either one is restarted.
     topic, n = _topic(bootstrap, "static")
     group = f"kcoord-check-static-{uuid.uuid4().hex[:8]}"
     a = Member(client, bootstrap, topic, group, instance_id="check-a", session_ms=30000)
-    b = b2 = None
+    b = restarted = None
     try:
         if not _wait(lambda: _owned(a) == set(range(n))):
             return Outcome(False, f"a lone member owns {sorted(_owned(a))}", f"a lone member owns {list(range(n))}")
@@ -144,22 +150,24 @@ def static_restart(bootstrap: str, client: str) -> Outcome:
             return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
                            "both members own partitions")
         _settle(a, b)
-        before = sorted(_owned(b))
-        mark = len(a.events)
-        b.kill()
-        b2 = Member(client, bootstrap, topic, group, instance_id="check-b", session_ms=30000)
-        back = _wait(lambda: _owned(b2) == set(before))
-        time.sleep(2)  # a rebalance the restart wrongly caused would reach a by now
-        a_moves = [e["event"] for e in a.events[mark:] if e["event"] in ("assigned", "revoked")]
-        ok = back and not a_moves
-        return Outcome(ok, f"restarted owns {sorted(_owned(b2))}, other saw {a_moves or 'nothing'}",
+        victim, other = (a, b) if restart_leader else (b, a)
+        before = sorted(_owned(victim))
+        mark = len(other.events)
+        victim.kill()
+        restarted = Member(client, bootstrap, topic, group, instance_id=victim.instance_id, session_ms=30000)
+        back = _wait(lambda: _owned(restarted) == set(before))
+        time.sleep(2)  # a rebalance the restart wrongly caused would reach the other member by now
+        moves = [e["event"] for e in other.events[mark:] if e["event"] in ("assigned", "revoked")]
+        ok = back and not moves
+        return Outcome(ok, f"restarted owns {sorted(_owned(restarted))}, other saw {moves or 'nothing'}",
                        f"restarted owns {before}, other saw nothing")
     finally:
-        _stop_all(*(m for m in (a, b, b2) if m is not None))
+        _stop_all(*(m for m in (a, b, restarted) if m is not None))
 
 
 SCENARIOS = {
     "client:consume-in-group": consume_in_group,
     "client:leave-one-rebalance": leave_one_rebalance,
     "client:static-restart-no-rebalance": static_restart,
+    "client:static-leader-restart-no-rebalance": static_leader_restart,
 }

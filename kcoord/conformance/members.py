@@ -25,7 +25,7 @@ def _child_env() -> dict:
 class Member:
     def __init__(self, client: str, bootstrap: str, topic: str, group: str, *, instance_id: str | None = None,
                  session_ms: int = 6000, assignor: str = "range"):
-        self.client = client
+        self.client, self.instance_id = client, instance_id
         if client == "java":
             args = ["--bootstrap", bootstrap, "--topic", topic, "--group", group, "--count", "-1",
                     "--max-seconds", "600", "--session-ms", str(session_ms), "--assignor", assignor]

@@ -345,6 +345,31 @@ async def skip_assignment(b: Broker) -> Outcome:
         await _close(a, a2)
 
 
+async def static_leader_rejoin_before_v9(b: Broker) -> Outcome:
+    """A static leader replaced with JoinGroup v5-v8 (no KIP-814) is told the old leader id and no
+    members, so it syncs as a follower and the Stable group does not rebalance."""
+    low, high = b.versions.get(JOIN, (0, -1))
+    if high < 5:
+        return Outcome(True, f"JoinGroup v{high} at most", "static members from JoinGroup v5", skipped=True)
+    version = min(high, 8)
+    group = _gid("staticleader")
+    a = await Member(b, group, instance_id="leader").open()
+    a2 = await Member(b, group, instance_id="leader").open()
+    try:
+        await a.join(version=version)
+        await a.sync([(a.member_id, b"mine")], version=min(5, b.versions.get(SYNC, (0, 0))[1]))
+        r2 = await a2.join(version=version)
+        s2 = await a2.sync(version=min(5, b.versions.get(SYNC, (0, 0))[1]))
+        ok = (r2.error_code == 0 and r2.leader == a.member_id != a2.member_id and len(r2.members) == 0
+              and a2.generation == a.generation and s2.error_code == 0 and s2.assignment == b"mine")
+        return Outcome(ok, f"{_name(r2.error_code)} leader={'old id' if r2.leader == a.member_id else 'new id'} "
+                           f"members={len(r2.members)} same generation={a2.generation == a.generation} "
+                           f"sync {_name(s2.error_code)} kept assignment={s2.assignment == b'mine'}",
+                       "NONE leader=old id members=0 same generation=True sync NONE kept assignment=True")
+    finally:
+        await _close(a, a2)
+
+
 async def pending_sync_expiry(b: Broker) -> Outcome:
     """A follower that never syncs is removed after the rebalance timeout; the group rebalances."""
     group = _gid("pendingsync")
@@ -451,6 +476,7 @@ SCENARIOS = {
     "invalid-session-timeout": invalid_session_timeout,
     "protocol-vote": protocol_vote,
     "kip-814-skip-assignment": skip_assignment,
+    "static-leader-rejoin-before-v9": static_leader_rejoin_before_v9,
     "pending-sync-expiry": pending_sync_expiry,
     "offsets-of-empty-group": offsets_of_empty_group,
     "leave-group": leave_group,

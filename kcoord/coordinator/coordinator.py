@@ -285,10 +285,11 @@ class GroupCoordinator:
         return ErrorCode.NONE
 
     def _join_result(self, group: Group, member: Member, with_members: bool = True,
-                     skip_assignment: bool = False) -> JoinResult:
+                     skip_assignment: bool = False, leader_id: str | None = None) -> JoinResult:
         leader = group.is_leader(member.member_id)
         return JoinResult(ErrorCode.NONE, member.member_id, group.generation, group.protocol_type,
-                          group.protocol_name, group.leader_id or "", skip_assignment,
+                          group.protocol_name, (leader_id if leader_id is not None else group.leader_id) or "",
+                          skip_assignment,
                           group.member_metadata_for_leader() if (leader and with_members) else [])
 
     def _add_member_and_rebalance(self, group, member_id, instance_id, protocol_type, protocols,
@@ -320,6 +321,7 @@ class GroupCoordinator:
                                rebalance_timeout_ms, client_id, client_host, respond, supports_skip_assignment,
                                reason):
         old = group.members[old_id]
+        leader_before = group.leader_id
         # The old incarnation's parked requests learn they were fenced.
         if old.join_callback is not None:
             cb, old.join_callback = old.join_callback, None
@@ -342,11 +344,16 @@ class GroupCoordinator:
         if group.is_in(S.STABLE):
             if group.protocol_name == group.select_protocol():
                 # No rebalance. A leader that can skip the assignment (v9+, KIP-814) gets the
-                # member list to rebuild its state; an older one gets none and must not assign.
-                leader = group.is_leader(new_id) and supports_skip_assignment
+                # member list to rebuild its state. An older one is told the leader as it was
+                # before the replacement (its old member id), as Kafka does: it then acts as a
+                # follower and sends no assignment a Stable group would ignore. Naming the new id
+                # makes such a client (kafka-python) assign, then rejoin as leader: a rebalance.
                 self._schedule_heartbeat(group, new, new.session_timeout_ms)
                 self._emit(E.STATIC_REJOIN_NO_REBALANCE, group, member=new, reason=reason, old_member_id=old_id)
-                return respond(self._join_result(group, new, with_members=leader, skip_assignment=leader))
+                if supports_skip_assignment:
+                    leader = group.is_leader(new_id)
+                    return respond(self._join_result(group, new, with_members=leader, skip_assignment=leader))
+                return respond(self._join_result(group, new, with_members=False, leader_id=leader_before))
             new.join_callback = respond
             self._maybe_prepare_rebalance(group, f"Group's selectedProtocol will change because static member "
                                                  f"{new_id} with instance id {instance_id} joined with change of protocol")

@@ -44,9 +44,13 @@ def test_static_leader_rejoin_never_rebalances_and_gets_members_only_from_v9():
     h2 = Harness(initial_rebalance_delay_ms=3000)
     ids2, leader2, gen2 = _static_stable(h2)
     old = h2.join(instance=next(i for i, m in ids2.items() if m == leader2), version=8)
-    # As Kafka's staticMemberRejoinWithLeaderIdAndUnknownMemberId: same generation, no members.
+    # As Kafka's staticMemberRejoinWithLeaderIdAndUnknownMemberId: same generation, no members,
+    # and the leader named is the replaced id, so the client does not take itself for the leader.
     assert old.done and old.result.generation_id == gen2 and old.result.members == []
+    assert old.result.leader_id == leader2 != old.result.member_id
     assert not old.result.skip_assignment and h2.group().state is S.STABLE
+    # The group itself moved leadership to the new incarnation: its rejoin (v9) is a leader's.
+    assert h2.group().leader_id == old.result.member_id
 
 
 def test_static_rejoin_rebalances_only_if_the_selected_protocol_would_change():
