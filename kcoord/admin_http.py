@@ -74,6 +74,8 @@ class AdminHttp:
         self.port = port
         self._routes: list[tuple[str, re.Pattern, Route]] = []
         self._server: asyncio.base_events.Server | None = None
+        # Each returns None when healthy, else why not; /healthz answers 503 with the reasons.
+        self.health_checks: list[Callable[[], str | None]] = []
         self.add("GET", "/healthz", self._healthz)
 
     def add(self, method: str, path: str, route: Route) -> None:
@@ -82,6 +84,9 @@ class AdminHttp:
         self._routes.append((method.upper(), pattern, route))
 
     async def _healthz(self, request: HttpRequest) -> HttpResponse:
+        problems = [p for p in (check() for check in self.health_checks) if p]
+        if problems:
+            return HttpResponse.text("".join(p + "\n" for p in problems), status=503)
         return HttpResponse.text("ok\n")
 
     async def start(self) -> tuple[str, int]:

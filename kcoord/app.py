@@ -36,6 +36,8 @@ class Kcoord:
                      if self.config.http_host is not None else None)
         self.metrics = Metrics(self.coordinator.core if self.coordinator is not None else None)
         self.server.metrics = self.metrics
+        if self.http is not None:
+            self.http.health_checks.append(lambda: self.storage.failure if self.storage is not None else None)
         if self.http is not None and self.coordinator is not None:
             admin_routes.install(self)
         self.faults = install_faults(self)

@@ -660,12 +660,14 @@ class GroupCoordinator:
         now = self.now()
         results = []
         committed = []
+        previous = {}
         for p in partitions:
             if p.metadata is not None and len(p.metadata.encode("utf-8")) > self.config.offset_metadata_max_bytes:
                 results.append((p.topic, p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
             elif self.topics is not None and not self.topics.partition_exists(p.topic, p.partition):
                 results.append((p.topic, p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
+                previous.setdefault((p.topic, p.partition), self.offsets.get(group_id, p.topic, p.partition))
                 self.offsets.commit(group_id, p.topic, p.partition, CommittedOffset(
                     p.offset, p.leader_epoch, p.metadata or "", now,
                     now + retention_ms if retention_ms is not None and retention_ms >= 0 else None))
@@ -673,6 +675,13 @@ class GroupCoordinator:
                 committed.append((p.topic, p.partition))
         if committed:
             self._emit(E.OFFSETS_COMMITTED, group, member=member, count=len(committed), partitions=committed)
+            if self.availability(group_id):
+                # Recording the commit failed (durable state): it is not acknowledged, and
+                # memory goes back to what the disk holds.
+                error = self.availability(group_id)
+                for (topic, partition), before in previous.items():
+                    self.offsets.restore(group_id, topic, partition, before)
+                return OffsetCommitResult(error, [(t, p, error if e == ErrorCode.NONE else e) for t, p, e in results])
         return OffsetCommitResult(ErrorCode.NONE, results)
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None) -> tuple[ErrorCode, list[FetchedOffset]]:

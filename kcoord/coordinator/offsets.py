@@ -20,6 +20,13 @@ class OffsetStore:
     def commit(self, group_id: str, topic: str, partition: int, value: CommittedOffset) -> None:
         self._groups.setdefault(group_id, {})[(topic, partition)] = value
 
+    def restore(self, group_id: str, topic: str, partition: int, value: CommittedOffset | None) -> None:
+        """Put back an earlier value (None: there was none)."""
+        if value is not None:
+            self.commit(group_id, topic, partition, value)
+        elif self.delete(group_id, topic, partition) and not self._groups.get(group_id):
+            del self._groups[group_id]
+
     def get(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._groups.get(group_id, {}).get((topic, partition))
 

@@ -47,13 +47,20 @@ class Partition:
             raise AppendError("INVALID_RECORD", "produce request carried no record batch")
         for b in batches:
             self._check_sequence(b)
-        first = self.high_watermark
+        first = base = self.high_watermark
         stored = []
         for b in batches:
-            base = self.high_watermark
-            stored.append(self._store(R.rewrite_base_offset(b.raw, base), b))
+            stored.append(StoredBatch(base, base + b.last_offset_delta, b.max_timestamp,
+                                      R.rewrite_base_offset(b.raw, base)))
+            base += b.last_offset_delta + 1
         if self.on_append is not None:
-            self.on_append(stored)
+            # Durable first: a batch the disk refused is neither readable nor acknowledged.
+            try:
+                self.on_append(stored)
+            except OSError as err:
+                raise AppendError("KAFKA_STORAGE_ERROR", f"writing the batch to the data dir failed: {err}") from None
+        for kept, b in zip(stored, batches):
+            self._keep(kept, b)
         return first
 
     def restore(self, data: bytes) -> None:
@@ -62,11 +69,12 @@ class Partition:
 
     def _store(self, data: bytes, b) -> StoredBatch:
         base = self.high_watermark
-        last = base + b.last_offset_delta
-        stored = StoredBatch(base, last, b.max_timestamp, data)
+        return self._keep(StoredBatch(base, base + b.last_offset_delta, b.max_timestamp, data), b)
+
+    def _keep(self, stored: StoredBatch, b) -> StoredBatch:
         self.batches.append(stored)
-        self._last_offsets.append(last)
-        self.high_watermark = last + 1
+        self._last_offsets.append(stored.last_offset)
+        self.high_watermark = stored.last_offset + 1
         if b.producer_id >= 0:
             self._producers[b.producer_id] = (b.producer_epoch, b.base_sequence + b.last_offset_delta)
         return stored

@@ -7,6 +7,14 @@ stream and the topic store's observer, which run before a request's response
 is sent, so anything a client was told succeeded is on disk (in the OS at least;
 see `record_log` for the fsync policies).
 
+A failed write (disk full, I/O error) is never acknowledged. A record batch is
+written before the partition takes it, so the producer gets KAFKA_STORAGE_ERROR
+and may retry. Group and offset records follow the coordinator's own change, so
+memory is now ahead of disk: the coordinator becomes unavailable
+(COORDINATOR_NOT_AVAILABLE for every group, also on the failed commit itself, and
+/healthz answers 503) until a restart reloads what the disk holds. Kafka takes a
+broker's failed log directory offline in the same spirit.
+
 Record payloads: one type byte, then JSON (metadata) or a binary batch.
   G group metadata (the coordinator's `persisted_group`)  g group tombstone
   O committed offset                                        o offset tombstone
@@ -25,6 +33,7 @@ from pathlib import Path
 
 from kcoord.coordinator import events as E
 from kcoord.coordinator.offsets import CommittedOffset
+from wire.errors import ErrorCode
 from kcoord.storage.record_log import RecordLog
 
 log = logging.getLogger("kcoord.storage")
@@ -74,6 +83,8 @@ class DurableState:
         self._compacted_size = 0
         self._sync_task: asyncio.Task | None = None
         self.loaded = {"groups": 0, "offsets": 0, "topics": 0, "batches": 0}
+        # Why group state may no longer be written, once a write of it failed (see above).
+        self.failure: str | None = None
 
     # ---- start-up ------------------------------------------------------
     def load(self) -> None:
@@ -146,6 +157,17 @@ class DurableState:
 
     # ---- recording -----------------------------------------------------
     def on_event(self, event: E.GroupEvent) -> None:
+        if self.failure is not None:
+            return
+        try:
+            self._record(event)
+        except OSError as err:
+            self.failure = f"writing {self.log.path} failed: {err}"
+            log.error("%s; the coordinator answers COORDINATOR_NOT_AVAILABLE until a restart "
+                      "reloads the data dir", self.failure)
+            self.core.set_unavailable(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    def _record(self, event: E.GroupEvent) -> None:
         if event.kind in _GROUP_WRITTEN_ON:
             record = self.core.persisted_group(event.group_id)
             if record is not None:
@@ -179,6 +201,7 @@ class DurableState:
                                    self._batches_appended(name, index, stored))
 
     def _batches_appended(self, topic: str, partition: int, stored) -> None:
+        """Called before the partition takes the batches; an OSError reaches the producer."""
         name = topic.encode()
         head = _BATCH.pack(len(name)) + name + struct.pack(">i", partition)
         for batch in stored:
@@ -188,7 +211,12 @@ class DurableState:
     # ---- compaction ----------------------------------------------------
     def _maybe_compact(self) -> None:
         if self.log.size >= max(self.compact_min_bytes, 2 * self._compacted_size):
-            self.compact()
+            try:
+                self.compact()
+            except OSError as err:
+                # The old log is intact and still appended to; try again after it doubles.
+                self._compacted_size = self.log.size
+                log.warning("compacting %s failed (%s); the uncompacted log stays in use", self.log.path, err)
 
     def snapshot(self):
         """The whole live state as log payloads: one per key."""

@@ -82,11 +82,22 @@ class RecordLog:
         self.size = os.fstat(self._fd).st_size
 
     def append(self, payload: bytes) -> None:
+        """Write one record; on OSError (disk full, I/O error) cut the file back to its last
+        whole record and re-raise, so a later append does not follow a torn one (replay
+        would drop everything after it)."""
         data = frame(payload)
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except OSError:
+            try:
+                os.ftruncate(self._fd, self.size)
+            except OSError:
+                log.exception("%s: could not cut a failed write back to %d bytes; the next start "
+                              "truncates the torn record", self.path, self.size)
+            raise
         self.size += len(data)
         if self.fsync == "always":
             os.fsync(self._fd)
@@ -100,13 +111,18 @@ class RecordLog:
             os.fsync(self._fd)
 
     def rewrite(self, payloads: Iterable[bytes]) -> None:
-        """Replace the whole log with `payloads` (compaction), atomically."""
+        """Replace the whole log with `payloads` (compaction), atomically: if writing the new
+        file fails, it is removed and the old log stays in use."""
         tmp = self.path.with_suffix(self.path.suffix + ".compacting")
-        with open(tmp, "wb") as f:
-            for payload in payloads:
-                f.write(frame(payload))
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(tmp, "wb") as f:
+                for payload in payloads:
+                    f.write(frame(payload))
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
         os.replace(tmp, self.path)
         dir_fd = os.open(self.path.parent, os.O_RDONLY)
         try:

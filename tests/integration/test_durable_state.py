@@ -1,12 +1,14 @@
 """Durable state under --data-dir: restarts, SIGKILLs and damaged logs lose no acknowledged write."""
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -121,13 +123,19 @@ async def _compact(storage):
     storage.compact()
 
 
-def _serve(data_dir, port, http_port=None, extra=(), log=None):
+def _serve(data_dir, port, http_port=None, extra=(), log=None, max_file_bytes=None):
     args = [sys.executable, "-m", "kcoord", "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
             "--initial-rebalance-delay-ms", "0", *extra]
     if http_port:
         args += ["--http", f"127.0.0.1:{http_port}"]
+
+    def limit_file_size():
+        # A full disk, as the kernel reports it to one process: writes past the limit fail
+        # with EFBIG (Python ignores SIGXFSZ, so the server gets the OSError).
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE if log is None else log,
-                            text=True, cwd=ROOT,
+                            text=True, cwd=ROOT, preexec_fn=limit_file_size if max_file_bytes else None,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     line = proc.stdout.readline()
     assert line.startswith("kcoord listening"), (line, proc.stderr.read() if proc.poll() is not None else "")
@@ -158,6 +166,61 @@ def test_a_torn_or_garbled_tail_is_truncated_with_a_warning_and_earlier_commits_
             _, err = proc.communicate(timeout=10)
         assert "truncating the last" in err and f"{len(damage)} bytes" in err
         assert log.read_bytes() == intact
+
+
+def _healthz(http_port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/healthz", timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_a_failed_disk_write_is_never_acknowledged(tmp_path):
+    port, http_port = _free_port(), _free_port()
+    limit = 16 * 1024
+    proc = _serve(tmp_path, port, http_port, extra=["--journal", "none", "--fsync", "always"],
+                  max_file_bytes=limit)
+    try:
+        raw = Raw(f"127.0.0.1:{port}")
+        raw.call(3, 9, {"topics": [{"name": "t"}], "allow_auto_topic_creation": True})
+        acknowledged, error = 0, 0
+        for offset in range(1, 10_000):
+            error = _commit(raw, "g", {("t", 0): offset}).topics[0].partitions[0].error_code
+            if error:
+                break
+            acknowledged = offset
+        assert acknowledged > 10 and error == 15  # COORDINATOR_NOT_AVAILABLE: the client retries elsewhere
+        # From now on the coordinator is unavailable (memory may be ahead of the disk) ...
+        assert _commit(raw, "g", {("t", 0): 1}).topics[0].partitions[0].error_code == 15
+        assert raw.call(9, 7, {"group_id": "g", "topics": None, "require_stable": False}).error_code == 15
+        assert raw.call(10, 3, {"key": "g", "key_type": 0}).error_code == 15
+        status, text = _healthz(http_port)
+        assert status == 503 and "state.log failed" in text, (status, text)
+        # ... and a producer whose batch the disk refused hears KAFKA_STORAGE_ERROR; the
+        # partition did not take the batch.
+        produced = raw.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+            {"name": "t", "partition_data": [{"index": 0, "records": build_batch([(None, b"x" * 4096)])}]}]})
+        assert produced.responses[0].partition_responses[0].error_code == 56
+        latest = raw.call(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
+        assert latest.topics[0].partitions[0].offset == 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert "COORDINATOR_NOT_AVAILABLE until a restart" in err
+    assert (tmp_path / "state.log").stat().st_size <= limit
+    # With room on the disk again, a restart has every acknowledged commit and no torn record.
+    proc = _serve(tmp_path, port, http_port)
+    try:
+        raw = Raw(f"127.0.0.1:{port}")
+        assert _fetch(raw, "g") == {("t", 0): acknowledged}
+        assert _healthz(http_port) == (200, "ok\n")
+        assert _commit(raw, "g", {("t", 0): acknowledged + 1}).topics[0].partitions[0].error_code == 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert "truncating" not in err, err
 
 
 def _group(http_port, group):

@@ -25,6 +25,20 @@ def test_simple_group_commit_and_fetch():
     assert err == E.NONE and none[0].offset == -1
 
 
+def test_a_commit_whose_recording_fails_is_answered_with_the_error_and_undone():
+    h = Harness()
+    h.commit(offsets=(("t", 0, 5),))
+    # What durable state does when its write fails: the coordinator becomes unavailable.
+    h.c.bus.subscribe(lambda e: h.c.set_unavailable(E.COORDINATOR_NOT_AVAILABLE)
+                      if e.kind == "offsets_committed" else None)
+    r = h.commit(offsets=(("t", 0, 6), ("t", 1, 1)))
+    assert r.error == E.COORDINATOR_NOT_AVAILABLE
+    assert [e for _, _, e in r.partitions] == [E.COORDINATOR_NOT_AVAILABLE] * 2
+    h.c.set_available()
+    err, fetched = h.c.fetch_offsets("g", None)
+    assert err == E.NONE and [(f.partition, f.offset) for f in fetched] == [(0, 5)]
+
+
 def test_commit_validation():
     h = Harness(initial_rebalance_delay_ms=3000)
     assert h.commit(group="", ).error == E.INVALID_GROUP_ID
