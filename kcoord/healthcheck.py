@@ -8,38 +8,15 @@ Exit status 0 when healthy, 1 otherwise (Docker's HEALTHCHECK convention).
 from __future__ import annotations
 
 import os
-import socket
-import struct
 import sys
 
 from kcoord.config import parse_host_port
-from wire import codec
-from wire.errors import ErrorCode
-
-API_VERSIONS = 18
-
-
-def _read_exactly(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed before the ApiVersions response")
-        buf += chunk
-    return buf
+from kcoord.protocol_client import Connection
 
 
 def probe(host: str, port: int, timeout: float = 3.0) -> None:
     """One ApiVersions v0 round trip; raises when the server does not answer properly."""
-    request = codec.encode_request(API_VERSIONS, 0, {"correlation_id": 7, "client_id": "kcoord-healthcheck"}, {})
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(struct.pack(">i", len(request)) + request)
-        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
-        header, body = codec.decode_response(API_VERSIONS, 0, _read_exactly(sock, size))
-    if header["correlation_id"] != 7:
-        raise ValueError(f"correlation id {header['correlation_id']} != 7")
-    if body["error_code"] != ErrorCode.NONE:
-        raise ValueError(f"ApiVersions error code {body['error_code']}")
+    Connection(host, port, timeout, client_id="kcoord-healthcheck").close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,9 +31,9 @@ class Connection:
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
 
     @classmethod
-    def to(cls, address: str, timeout: float = 10.0) -> "Connection":
+    def to(cls, address: str, timeout: float = 10.0, client_id: str = "kcoord-cli") -> "Connection":
         host, port = parse_host_port(address)
-        return cls(host, port, timeout)
+        return cls(host, port, timeout, client_id)
 
     def version(self, api_key: int, highest_known: int, lowest_known: int = 0) -> int:
         """The highest version both this client (up to `highest_known`) and the broker speak."""
@@ -45,12 +45,24 @@ class Connection:
         return chosen
 
     def call(self, api_key: int, version: int, body: dict):
+        """Send one request and return its decoded response body."""
+        correlation = self.send(api_key, version, body)
+        header, response = self.receive(api_key, version)
+        if header["correlation_id"] != correlation:
+            raise ProtocolError(f"response correlation id {header['correlation_id']}, expected {correlation}")
+        return response
+
+    def send(self, api_key: int, version: int, body: dict) -> int:
+        """Send one request without waiting (Produce with acks=0 gets no answer); its correlation id."""
         self.correlation += 1
         header = {"correlation_id": self.correlation, "client_id": self.client_id}
         self.sock.sendall(encode_frame(codec.encode_request(api_key, version, header, body)))
+        return self.correlation
+
+    def receive(self, api_key: int, version: int):
+        """The next response on the connection, as (header, body)."""
         (size,) = struct.unpack(">i", self._exact(4))
-        _, response = codec.decode_response(api_key, version, self._exact(size))
-        return response
+        return codec.decode_response(api_key, version, self._exact(size))
 
     def _exact(self, n: int) -> bytes:
         buf = bytearray()

@@ -1,4 +1,4 @@
-"""Read a group's state from outside, over the Kafka protocol (raw frames via wire.codec).
+"""Read a group's state from outside, over the Kafka protocol (kcoord.protocol_client).
 
 DescribeGroups gives state and members; it carries no generation, so `generation()`
 asks the coordinator with Heartbeats on behalf of an existing static member: only
@@ -8,36 +8,15 @@ member's session, so probing does not disturb the group.
 """
 from __future__ import annotations
 
-import itertools
-import socket
-import struct
-
-from wire import codec
+from kcoord.protocol_client import Connection
 from wire.errors import ErrorCode
 
 DESCRIBE_GROUPS, HEARTBEAT = 15, 12
-_correlation = itertools.count(1)
 
 
 def _call(address: tuple[str, int], api_key: int, version: int, body: dict) -> dict:
-    cid = next(_correlation)
-    request = codec.encode_request(api_key, version, {"correlation_id": cid, "client_id": "kcoord-compose-test"}, body)
-    with socket.create_connection(address, timeout=10) as sock:
-        sock.sendall(struct.pack(">i", len(request)) + request)
-        size = struct.unpack(">i", _recv(sock, 4))[0]
-        header, response = codec.decode_response(api_key, version, _recv(sock, size))
-    assert header["correlation_id"] == cid
-    return response
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed mid-response")
-        buf += chunk
-    return buf
+    with Connection(*address, client_id="kcoord-compose-test") as conn:
+        return conn.call(api_key, version, body)
 
 
 def describe(address, group: str) -> dict:

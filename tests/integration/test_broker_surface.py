@@ -10,9 +10,8 @@ import time
 
 import pytest
 
+from kcoord.protocol_client import Connection
 from kcoord.testing.plugin import start_server
-from wire import codec
-from wire.framing import encode_frame
 from wire.records import build_batch, parse_batch
 
 
@@ -23,32 +22,9 @@ def server():
     s.stop()
 
 
-class Raw:
-    def __init__(self, bootstrap):
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.correlation = 0
-
-    def send(self, api_key, version, body):
-        self.correlation += 1
-        self.sock.sendall(encode_frame(codec.encode_request(api_key, version, {"correlation_id": self.correlation,
-                                                                                "client_id": "raw"}, body)))
-        return self.correlation
-
-    def recv(self, api_key, version):
-        def exact(n):
-            buf = b""
-            while len(buf) < n:
-                chunk = self.sock.recv(n - len(buf))
-                assert chunk
-                buf += chunk
-            return buf
-        size = struct.unpack(">i", exact(4))[0]
-        return codec.decode_response(api_key, version, exact(size))
-
-    def call(self, api_key, version, body):
-        self.send(api_key, version, body)
-        return self.recv(api_key, version)[1]
+def Raw(bootstrap):
+    """A blocking protocol connection (the one `kcoord groups` uses)."""
+    return Connection.to(bootstrap, client_id="raw")
 
 
 def _produce(raw, topic, batch, acks=-1, version=9):
