@@ -441,6 +441,51 @@ async def offsets_of_empty_group(b: Broker) -> Outcome:
         await m.close()
 
 
+_OWN = object()
+
+
+async def _commit(m: Member, topic: str, *, generation: int | None = None, member_id: str | None = None,
+                  instance_id=_OWN) -> int:
+    r = await m.conn.call(COMMIT, m.broker.version(COMMIT), {
+        "group_id": m.group, "generation_id_or_member_epoch": m.generation if generation is None else generation,
+        "member_id": m.member_id if member_id is None else member_id,
+        "group_instance_id": m.instance_id if instance_id is _OWN else instance_id,
+        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1}]}]})
+    return r.topics[0].partitions[0].error_code
+
+
+async def offset_commit_errors(b: Broker) -> Outcome:
+    """OffsetCommit is validated like a heartbeat: wrong generation, unknown member, a
+    member-less commit into a live group, a replaced static member's old id, and a commit
+    while the group waits for its leader's assignment (CompletingRebalance)."""
+    if b.version(COMMIT) < 7:
+        return Outcome(True, f"OffsetCommit v{b.version(COMMIT)} at most", "group_instance_id from v7", skipped=True)
+    group, topic = _gid("commiterrors"), _gid("topic")
+    await _create_topic(b, topic)
+    s = await Member(b, group, instance_id="s").open()
+    s2 = await Member(b, group, instance_id="s").open()
+    d = await Member(b, group).open()
+    try:
+        await s.stable()
+        seen = {"right": await _commit(s, topic),
+                "generation+1": await _commit(s, topic, generation=s.generation + 1),
+                "unknown member": await _commit(s, topic, member_id="nobody", instance_id=None),
+                "no member in a live group": await _commit(s, topic, generation=-1, member_id="", instance_id=None)}
+        await s2.join()  # replaces s (same instance id, no rebalance): s's id is fenced
+        seen["replaced static id"] = await _commit(s, topic)
+        # A dynamic member joins: once both have joined, the group awaits the leader's sync.
+        await d.join_once()
+        await asyncio.gather(d.join(), s2.join())
+        seen["while CompletingRebalance"] = await _commit(d, topic)
+        want = {"right": E.NONE, "generation+1": E.ILLEGAL_GENERATION, "unknown member": E.UNKNOWN_MEMBER_ID,
+                "no member in a live group": E.UNKNOWN_MEMBER_ID, "replaced static id": E.FENCED_INSTANCE_ID,
+                "while CompletingRebalance": E.REBALANCE_IN_PROGRESS}
+        return Outcome(seen == want, ", ".join(f"{k} -> {_name(v)}" for k, v in seen.items()),
+                       ", ".join(f"{k} -> {v.name}" for k, v in want.items()))
+    finally:
+        await _close(s, s2, d)
+
+
 async def leave_group(b: Broker) -> Outcome:
     group = _gid("leave")
     a, c = await _members(b, group, 2)
@@ -479,5 +524,6 @@ SCENARIOS = {
     "static-leader-rejoin-before-v9": static_leader_rejoin_before_v9,
     "pending-sync-expiry": pending_sync_expiry,
     "offsets-of-empty-group": offsets_of_empty_group,
+    "offset-commit-errors": offset_commit_errors,
     "leave-group": leave_group,
 }
