@@ -57,6 +57,8 @@ def _serve_parser(sub) -> None:
     sec.add_argument("--tls-key", default=None, metavar="PEM", help="private key of --tls-cert")
     sec.add_argument("--tls-client-ca", default=None, metavar="PEM",
                      help="require client certificates signed by this CA (ssl.client.auth=required)")
+    sec.add_argument("--group-acls", default=None, metavar="FILE",
+                     help="allow only what FILE's rules allow on groups ('principal operation group' lines)")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ... (default %(default)s)")
 
 
@@ -109,7 +111,7 @@ def config_from_args(args) -> ServerConfig:
                        group_max_size=args.group_max_size, sasl_users_file=args.sasl_users,
                        sasl_mechanisms=tuple(m.strip() for m in args.sasl_mechanisms.split(",") if m.strip()),
                        tls_cert_file=args.tls_cert, tls_key_file=args.tls_key,
-                       tls_client_ca_file=args.tls_client_ca)
+                       tls_client_ca_file=args.tls_client_ca, group_acls_file=args.group_acls)
     cfg.journal = args.journal
     cfg.journal_max_bytes = args.journal_max_bytes
     if args.http:
@@ -124,11 +126,15 @@ def config_from_args(args) -> ServerConfig:
     return cfg
 
 
-async def _serve(cfg: ServerConfig) -> None:
+async def _serve(cfg: ServerConfig) -> int:
     from kcoord.app import Kcoord
 
-    app = Kcoord(cfg)
-    host, port = await app.start()
+    try:
+        app = Kcoord(cfg)
+        host, port = await app.start()
+    except (ValueError, OSError) as err:  # a bad users/ACL/rules file, a busy port, an unreadable data dir
+        print(f"kcoord: cannot start: {err}", file=sys.stderr, flush=True)
+        return 1
     print(f"kcoord listening on {host}:{port}", flush=True)
     if app.http is not None:
         print(f"kcoord admin endpoint on http://{app.http.host}:{app.http.port}", flush=True)
@@ -138,6 +144,7 @@ async def _serve(cfg: ServerConfig) -> None:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     await app.close()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,10 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import uvloop  # optional: faster event loop when installed
         except ImportError:
-            asyncio.run(_serve(config_from_args(args)))
-        else:
-            uvloop.run(_serve(config_from_args(args)))
-        return 0
+            return asyncio.run(_serve(config_from_args(args)))
+        return uvloop.run(_serve(config_from_args(args)))
     if args.command == "report":
         from kcoord.analytics.job import run_report
 

@@ -43,6 +43,7 @@ class ServerConfig:
     tls_cert_file: str | None = None          # turns TLS on (SSL, or SASL_SSL with SASL)
     tls_key_file: str | None = None
     tls_client_ca_file: str | None = None     # ssl.client.auth=required when set
+    group_acls_file: str | None = None        # kcoord.security.acls rules; deny what they do not allow
     # The HTTP admin endpoint (`--http`); None keeps it off.
     http_host: str | None = None
     http_port: int = 0

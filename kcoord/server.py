@@ -43,7 +43,7 @@ class Connection:
 
 class KafkaServer:
     def __init__(self, broker, host: str, port: int, max_frame_bytes: int, limits=None, sasl=None,
-                 ssl_context=None):
+                 ssl_context=None, acls=None):
         self.broker = broker
         self.host = host
         self.port = port
@@ -52,6 +52,7 @@ class KafkaServer:
         self.limits = limits or ConnectionLimits()
         self.sasl = sasl
         self.ssl_context = ssl_context
+        self.acls = acls  # kcoord.security.acls.GroupAcls when --group-acls is given
         self.limit_hits = self.limits.hits
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
@@ -158,7 +159,11 @@ class KafkaServer:
 
     async def _respond(self, handler, ctx: RequestContext, req):
         started = time.perf_counter()
-        body = await handler.fn(ctx, req.body)
+        if self.acls is not None:
+            body = await self.acls.authorize(ctx.connection, req.api_key, req.api_version, req.body,
+                                             lambda allowed: handler.fn(ctx, allowed))
+        else:
+            body = await handler.fn(ctx, req.body)
         if self.metrics is not None:
             self.metrics.observe_request(handler.name, req.api_version, top_level_error(body),
                                          time.perf_counter() - started)

@@ -20,4 +20,9 @@ def security_options(config) -> dict:
 
         ssl_context = server_context(config.tls_cert_file, config.tls_key_file or config.tls_cert_file,
                                      config.tls_client_ca_file)
-    return {"limits": limits, "sasl": sasl, "ssl_context": ssl_context}
+    acls = None
+    if config.group_acls_file:
+        from kcoord.security.acls import GroupAcls
+
+        acls = GroupAcls.load(config.group_acls_file)
+    return {"limits": limits, "sasl": sasl, "ssl_context": ssl_context, "acls": acls}

@@ -138,7 +138,10 @@ def _serve(data_dir, port, http_port=None, extra=(), log=None, max_file_bytes=No
                             text=True, cwd=ROOT, preexec_fn=limit_file_size if max_file_bytes else None,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     line = proc.stdout.readline()
-    assert line.startswith("kcoord listening"), (line, proc.stderr.read() if proc.poll() is not None else "")
+    if not line.startswith("kcoord listening"):
+        proc.kill()
+        raise AssertionError(f"kcoord serve did not start: {line!r} "
+                             f"{proc.communicate(timeout=10)[1] if log is None else ''}")
     return proc
 
 
@@ -245,9 +248,10 @@ def _wait(predicate, timeout, what):
 @pytest.mark.integration
 def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_never_rebalance(tmp_path):
     port, http_port = _free_port(), _free_port()
-    # The server's log, kept for a failure's diagnosis (it says why any rebalance happened).
+    # The server's and the committers' logs, kept for a failure's diagnosis (the server's says
+    # why any rebalance happened; a committer's why it went quiet).
     server_log = open(tmp_path / "server.log", "a")
-    proc = _serve(tmp_path, port, http_port, log=server_log)
+    servers = [_serve(tmp_path, port, http_port, log=server_log)]
     raw = Raw(f"127.0.0.1:{port}")
     raw.call(19, 4, {"topics": [{"name": "k9", "num_partitions": 8, "replication_factor": 1, "assignments": [],
                                  "configs": []}], "timeout_ms": 5000, "validate_only": False})
@@ -256,7 +260,8 @@ def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_nev
     committers = [subprocess.Popen([sys.executable, "-m", "tests.integration.committer", "--bootstrap",
                                     f"127.0.0.1:{port}", "--topic", "k9", "--group", "k9",
                                     "--instance-id", f"static-{i}", "--session-ms", "30000"],
-                                   stdout=subprocess.PIPE, text=True, cwd=ROOT)
+                                   stdout=subprocess.PIPE, stderr=open(tmp_path / f"committer-{i}.log", "w"),
+                                   text=True, cwd=ROOT)
                   for i in range(4)]
 
     def read(p):
@@ -267,49 +272,59 @@ def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_nev
                     key = (e["topic"], e["partition"])
                     acked[key] = max(acked.get(key, 0), e["offset"])
 
+    def diagnosis():
+        logs = [(tmp_path / "server.log").read_text()[-3000:]]
+        logs += [f"committer-{i} (exit {p.poll()}): " + (tmp_path / f"committer-{i}.log").read_text()[-1500:]
+                 for i, p in enumerate(committers)]
+        return "\n".join(logs)
+
     readers = [threading.Thread(target=read, args=(p,), daemon=True) for p in committers]
     for t in readers:
         t.start()
     try:
-        # Settled: every member synced and committing for all 8 partitions, then a generation
-        # that holds still for a few heartbeats (a kafka-python leader that assigned before its
-        # topic metadata arrived rejoins once by itself, a rebalance against Kafka too).
-        _wait(lambda: len(acked) == 8, 60, "commits for all 8 partitions")
+        try:
+            # Settled: every member synced and committing for all 8 partitions, then a generation
+            # that holds still for a few heartbeats (a kafka-python leader that assigned before its
+            # topic metadata arrived rejoins once by itself, a rebalance against Kafka too).
+            _wait(lambda: len(acked) == 8, 60, "commits for all 8 partitions")
 
-        def settled():
-            first = _group(http_port, "k9")
-            if first["state"] != "Stable" or len(first["members"]) != 4:
-                return None
-            time.sleep(3)
-            again = _group(http_port, "k9")
-            return first if (again["state"], again["generation"]) == ("Stable", first["generation"]) else None
+            def settled():
+                first = _group(http_port, "k9")
+                if first["state"] != "Stable" or len(first["members"]) != 4:
+                    return None
+                time.sleep(3)
+                again = _group(http_port, "k9")
+                return first if (again["state"], again["generation"]) == ("Stable", first["generation"]) else None
 
-        generation = _wait(settled, 90, "4 static members stable, the generation holding still")["generation"]
-        for _ in range(20):
-            seen = dict(acked)
-            _wait(lambda: any(acked.get(k, 0) > v for k, v in seen.items()) or (not seen and acked),
-                  30, "a commit acknowledged since the last restart")
-            proc.kill()
-            proc.wait(10)
-            proc = _serve(tmp_path, port, http_port, log=server_log)
-        _wait(lambda: len(acked) == 8, 30, "commits for all 8 partitions")
-        after = _group(http_port, "k9")
-        assert (after["state"], after["generation"], len(after["members"])) == ("Stable", generation, 4), \
-            (tmp_path / "server.log").read_text()[-4000:]
-    finally:
-        for p in committers:
-            p.send_signal(signal.SIGTERM)
-        for p in committers:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    for t in readers:
-        t.join(5)
-    try:
+            generation = _wait(settled, 90, "4 static members stable, the generation holding still")["generation"]
+            for _ in range(20):
+                seen = dict(acked)
+                _wait(lambda: any(acked.get(k, 0) > v for k, v in seen.items()) or (not seen and acked),
+                      30, "a commit acknowledged since the last restart")
+                servers[-1].kill()
+                servers[-1].wait(10)
+                servers.append(_serve(tmp_path, port, http_port, log=server_log))
+            _wait(lambda: len(acked) == 8, 30, "commits for all 8 partitions")
+            after = _group(http_port, "k9")
+            assert (after["state"], after["generation"], len(after["members"])) == ("Stable", generation, 4), \
+                diagnosis()
+        except AssertionError as err:
+            raise AssertionError(f"{err}\n{diagnosis()}") from None
+        finally:
+            for p in committers:
+                p.send_signal(signal.SIGTERM)
+            for p in committers:
+                try:
+                    p.wait(15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        for t in readers:
+            t.join(5)
         committed = _fetch(Raw(f"127.0.0.1:{port}"), "k9")
         lost = {k: (v, committed.get(k)) for k, v in acked.items() if committed.get(k, -1) < v}
         assert not lost, f"acknowledged commits lost (acked, committed): {lost}"
     finally:
-        proc.kill()
-        proc.wait(10)
+        for server in servers:
+            if server.poll() is None:
+                server.kill()
+                server.wait(10)
