@@ -279,10 +279,12 @@ class FaultInjector:
         return await self.coordinator.run(group_id, lambda: core.force_rebalance(group_id, "forced by fault rule"))
 
     # ------------------------------------------------------------ the server hook
-    async def around(self, req, handle: Callable[[], Awaitable[bytes | None]]):
+    async def around(self, req, handle: Callable[[], Awaitable[bytes | None]],
+                     answered: Callable[[dict], None] | None = None):
         """Handle request `req` through `handle()`, applying the first rule that fires.
 
-        Returns response bytes, None (no response) or False (close the connection)."""
+        Returns response bytes, None (no response) or False (close the connection).
+        `answered` sees a response body a rule made up (for the request metrics)."""
         self.seen[req.api_key] = self.seen.get(req.api_key, 0) + 1
         self._seq += 1
         body = req.body
@@ -309,6 +311,8 @@ class FaultInjector:
         action = rule.action
         if action in ("error", "unavailable"):
             body_out = error_body(req.api_key, req.api_version, body, rule.error)
+            if answered is not None:
+                answered(body_out)
             return codec.encode_response(req.api_key, req.api_version, {"correlation_id": req.correlation_id},
                                          body_out)
         if action == "delay":

@@ -154,7 +154,8 @@ class KafkaServer:
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
                              req.client_id, conn.host, conn)
         if self.faults is not None:
-            return await self.faults.around(req, lambda: self._respond(handler, ctx, req))
+            return await self.faults.around(req, lambda: self._respond(handler, ctx, req),
+                                            answered=lambda body: self._observe(handler, req, body, 0.0))
         return await self._respond(handler, ctx, req)
 
     async def _respond(self, handler, ctx: RequestContext, req):
@@ -164,12 +165,14 @@ class KafkaServer:
                                              lambda allowed: handler.fn(ctx, allowed))
         else:
             body = await handler.fn(ctx, req.body)
-        if self.metrics is not None:
-            self.metrics.observe_request(handler.name, req.api_version, top_level_error(body),
-                                         time.perf_counter() - started)
+        self._observe(handler, req, body, time.perf_counter() - started)
         if body is None:
             return None
         return codec.encode_response(req.api_key, req.api_version, {"correlation_id": req.correlation_id}, body)
+
+    def _observe(self, handler, req, body, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe_request(handler.name, req.api_version, top_level_error(body), seconds)
 
     def _unsupported(self, conn: Connection, payload: bytes, err: UnsupportedVersionError):
         # Kafka answers an ApiVersions request it cannot parse with a v0 response

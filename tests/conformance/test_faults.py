@@ -42,6 +42,10 @@ def test_error_rule_once_answers_with_kafka_error_body(kcoord_server):
     assert first.error_code == E.NOT_COORDINATOR and first.member_id == "m-given" and first.generation_id == -1
     assert second.error_code == E.MEMBER_ID_REQUIRED  # the rule fired once only
     assert [f["api"] for f in kcoord_server.faults_fired()] == [JOIN]
+    # The made-up answer counts in the request metrics like any other.
+    requests = kcoord_server.app.metrics.requests
+    assert requests.labels("JoinGroup", "5", str(int(E.NOT_COORDINATOR)))._value.get() == 1
+    assert requests.labels("JoinGroup", "5", str(int(E.MEMBER_ID_REQUIRED)))._value.get() == 1
 
 
 def test_every_nth_and_times_n(kcoord_server):
