@@ -185,9 +185,10 @@ def error_body(api_key: int, api_version: int, body, error: ErrorCode) -> dict:
     if api_key == 11:  # JoinGroup: the member id given is echoed back
         return {"error_code": code, "generation_id": -1, "member_id": body.get("member_id", ""),
                 "protocol_name": None if api_version >= 7 else "", "leader": "", "members": []}
-    if api_key == 8:  # OffsetCommit: the error on every partition
-        return {"topics": [{"name": t.name, "partitions": [{"partition_index": p.partition_index,
-                                                              "error_code": code} for p in t.partitions]}
+    if api_key == 8:  # OffsetCommit: the error on every partition (topics by name, or by id from v10)
+        return {"topics": [{"name": t.get("name"), "topic_id": t.get("topic_id"),
+                            "partitions": [{"partition_index": p.partition_index, "error_code": code}
+                                           for p in t.partitions]}
                            for t in body.topics]}
     if api_key == 9:  # OffsetFetch: per group from v8, top level before
         if api_version >= 8:

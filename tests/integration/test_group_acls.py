@@ -98,11 +98,16 @@ def anonymous_server(tmp_path_factory):
 
 def test_batched_group_requests_answer_each_group_on_its_own(anonymous_server):
     with Connection.to(anonymous_server.bootstrap) as c:
-        c.call(3, 9, {"topics": [{"name": "acl-t"}], "allow_auto_topic_creation": True})
+        meta = c.call(3, 12, {"topics": [{"name": "acl-t"}], "allow_auto_topic_creation": True,
+                              "include_topic_authorized_operations": False})
+        topic_id = meta.topics[0].topic_id
         commit = {"generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
                   "topics": [{"name": "acl-t", "partitions": [{"partition_index": 0, "committed_offset": 5}]}]}
         assert c.call(8, 8, {"group_id": "open-1", **commit}).topics[0].partitions[0].error_code == 0
         assert c.call(8, 8, {"group_id": "closed-1", **commit}).topics[0].partitions[0].error_code == DENIED
+        by_id = c.call(8, 10, {"group_id": "closed-1", **commit, "topics": [
+            {"topic_id": topic_id, "partitions": [{"partition_index": 0, "committed_offset": 5}]}]})
+        assert (by_id.topics[0].topic_id, by_id.topics[0].partitions[0].error_code) == (topic_id, DENIED)
         join = c.call(11, 5, {"group_id": "closed-1", "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
                               "member_id": "", "group_instance_id": None, "protocol_type": "consumer",
                               "protocols": [{"name": "range", "metadata": b""}]})
