@@ -176,7 +176,7 @@ def build_kcoord_image(engine: Engine, repo: Path, base: str, tag: str, workdir:
     wheels = context / "wheels"
     print("pip wheel for the image", flush=True)
     run = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels),
-                          f"{context}[examples]", "setuptools>=68", "wheel"],
+                          f"{context}[examples]", "setuptools>=77", "wheel"],
                          capture_output=True, text=True)
     if run.returncode != 0:
         pytest.fail(f"pip wheel for the image failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}", pytrace=False)
