@@ -164,6 +164,7 @@ def build_kcoord_image(engine: Engine, repo: Path, base: str, tag: str, workdir:
     from them (--no-index): the Dockerfile's PIP_OPTIONS build argument.
     """
     import sys
+    import tomllib
 
     context = workdir / "context"
     context.mkdir()
@@ -174,9 +175,11 @@ def build_kcoord_image(engine: Engine, repo: Path, base: str, tag: str, workdir:
         else:
             shutil.copy2(src, context / name)
     wheels = context / "wheels"
+    # The image builds kcoord from source with --no-index, so its build backend must be in the wheelhouse too.
+    build_requires = tomllib.loads((context / "pyproject.toml").read_text())["build-system"]["requires"]
     print("pip wheel for the image", flush=True)
     run = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels),
-                          f"{context}[examples]", "setuptools>=77", "wheel"],
+                          f"{context}[examples]", *build_requires],
                          capture_output=True, text=True)
     if run.returncode != 0:
         pytest.fail(f"pip wheel for the image failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}", pytrace=False)
