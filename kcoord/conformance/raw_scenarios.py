@@ -163,6 +163,47 @@ async def _members(broker, group, n, **kw) -> list[Member]:
     return [await Member(broker, group, **kw).open() for _ in range(n)]
 
 
+async def _rejoin_when_told(m: Member) -> None:
+    """Heartbeat like a client until the coordinator says a rebalance is on, then rejoin."""
+    for _ in range(300):
+        h = await m.heartbeat()
+        if h.error_code == E.REBALANCE_IN_PROGRESS:
+            break
+        if h.error_code:
+            raise AssertionError(f"heartbeat while waiting for a rebalance: {_name(h.error_code)}")
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("no rebalance announced within 30 s")
+    r = await m.join()
+    if r.error_code:
+        raise AssertionError(f"rejoin failed: {_name(r.error_code)}")
+
+
+async def _sync_all(members: list[Member]) -> None:
+    leader = next(m for m in members if m.leader == m.member_id)
+    syncs = await asyncio.gather(*(m.sync([(x.member_id, b"") for x in leader.members] if m is leader else [])
+                                   for m in members))
+    bad = [_name(s.error_code) for s in syncs if s.error_code]
+    if bad:
+        raise AssertionError(f"SyncGroup failed: {bad}")
+
+
+async def _join_all(members: list[Member], *, sync_last: bool = False) -> None:
+    """Bring `members` into one generation the way consumers started one after another do:
+    each newcomer's join starts a rebalance, the members already in learn of it from their
+    heartbeat and rejoin. Joining them all at once instead races the coordinator's
+    group.initial.rebalance.delay.ms timer: at delay 0 a real Kafka often completes the first
+    join alone, so generations (and transcripts) would depend on thread timing."""
+    joined: list[Member] = []
+    for m in members:
+        results = await asyncio.gather(m.join(), *(_rejoin_when_told(x) for x in joined))
+        if results[0].error_code:
+            raise AssertionError(f"JoinGroup failed: {_name(results[0].error_code)}")
+        joined.append(m)
+        if len(joined) < len(members) or sync_last:
+            await _sync_all(joined)
+
+
 async def _close(*members):
     for m in members:
         await m.close()
@@ -229,12 +270,7 @@ async def rebalance_in_progress_and_early_completion(b: Broker) -> Outcome:
     REBALANCE_IN_PROGRESS, and the join completes as soon as both rejoin (not at the timeout)."""
     a, c = await _members(b, _gid("rip"), 2)
     try:
-        await a.join_once()
-        await c.join_once()
-        ja, jc = await asyncio.gather(a.join(), c.join())
-        leader = a if a.leader == a.member_id else c
-        await asyncio.gather(*(m.sync([(x.member_id, b"") for x in leader.members] if m is leader else [])
-                               for m in (a, c)))
+        await _join_all([a, c], sync_last=True)
         gen = a.generation
         a.protocols = (("range", b"\x00\x02"),)  # changed subscription: the leader must rebalance
         loop = asyncio.get_running_loop()
@@ -315,9 +351,7 @@ async def protocol_vote(b: Broker) -> Outcome:
     ms = [await Member(b, group, protocols=p).open()
           for p in ((("x", b""), ("y", b"")), (("y", b""), ("x", b"")), (("y", b""), ("x", b""), ("z", b"")))]
     try:
-        for m in ms:
-            await m.join_once()
-        await asyncio.gather(*(m.join() for m in ms))
+        await _join_all(ms)
         chosen = {m.protocol for m in ms}
         return Outcome(chosen == {"y"}, f"chosen {sorted(c or '' for c in chosen)}", "chosen ['y']")
     finally:
@@ -376,9 +410,7 @@ async def pending_sync_expiry(b: Broker) -> Outcome:
     a = await Member(b, group, rebalance_ms=2000).open()
     f = await Member(b, group, rebalance_ms=2000).open()
     try:
-        await a.join_once()
-        await f.join_once()
-        await asyncio.gather(a.join(), f.join())
+        await _join_all([a, f])
         leader, follower = (a, f) if a.leader == a.member_id else (f, a)
         await leader.sync([(m.member_id, b"") for m in leader.members])
         code = None
@@ -490,12 +522,7 @@ async def leave_group(b: Broker) -> Outcome:
     group = _gid("leave")
     a, c = await _members(b, group, 2)
     try:
-        await a.join_once()
-        await c.join_once()
-        await asyncio.gather(a.join(), c.join())
-        leader = a if a.leader == a.member_id else c
-        await asyncio.gather(*(m.sync([(x.member_id, b"") for x in leader.members] if m is leader else [])
-                               for m in (a, c)))
+        await _join_all([a, c], sync_last=True)
         r = await c.leave()
         code = r.error_code if b.version(LEAVE) < 3 else (r.error_code or r.members[0].error_code)
         h = await a.heartbeat()
