@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kcoord import cli_groups
 
     cli_groups.add_parsers(sub)
+    from kcoord.conformance import record_cli
+
+    record_cli.add_parsers(sub)
     _report_parser(sub)
     _check_parser(sub)
     return parser
