@@ -195,10 +195,15 @@ class RecordingProxy:
         down = asyncio.ensure_future(self._responses(conn, u_reader, c_writer, pending))
         try:
             await asyncio.wait([up, down], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            pass  # the proxy is closing: the finally below hangs up both sides
         finally:
             for t in (up, down):
                 t.cancel()
-            await asyncio.gather(up, down, return_exceptions=True)
+            try:
+                await asyncio.gather(up, down, return_exceptions=True)
+            except asyncio.CancelledError:
+                pass
             for w in (c_writer, u_writer):
                 w.close()
             self._tasks.discard(task)

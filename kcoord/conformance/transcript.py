@@ -1,0 +1,419 @@
+"""Normalise recorded transcripts (kcoord.conformance.recorder) and compare two runs of
+one scenario, on Apache Kafka and on kcoord.
+
+Only what legitimately differs between two brokers, or two runs, is normalised away:
+member ids (m1, m2, ... in order of first appearance), names with kcoord check's random
+suffix (`kcoord-check-NAME-<8 hex>` -> `kcoord-check-NAME-<n>`), cluster and node
+identity, addresses, topic ids, throttle times, timestamps, error message texts,
+fetch session ids, the capability list of ApiVersions answers, and the order of
+member lists (a broker iterates its members in hash order).
+
+What is compared: per connection, the group APIs (GROUP_APIS) in order, with their
+decoded requests and responses (consumer-protocol subscriptions and assignments
+decoded); connections are paired by (client id, order of their first coordinator
+request). Timing noise does not count: consecutive repeats collapse, and a run of
+Heartbeat/OffsetCommit exchanges (periodic, so their number and interleaving depend on
+timing) is compared as the set of its distinct exchanges. Other APIs (Metadata, Fetch,
+ListOffsets polls, ...) are compared as the set of (api, version) used.
+
+When the strict comparison differs, a loose one is tried that ignores which member
+got which partitions (leader's SyncGroup assignments are compared as a multiset):
+a range assignor orders members by their random ids, so with dynamic members the
+partition split is a coin toss on any broker. Its verdict is `equivalent`.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import struct
+from dataclasses import dataclass, field
+
+from kcoord.conformance.recorder import bytes_of
+from wire import codec
+
+FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH_OFFSETS = 10, 11, 14, 12, 13, 8, 9
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS = 15, 16, 42, 18
+GROUP_APIS = frozenset({FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH_OFFSETS,
+                        DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS})
+# APIs whose requests are sent on a timer: count and interleaving are timing.
+PERIODIC_APIS = frozenset({HEARTBEAT, COMMIT})
+
+NOISE_KEYS = frozenset({"throttle_time_ms", "cluster_id", "controller_id", "node_id", "host", "port",
+                        "leader_id", "topic_id", "error_message", "session_id", "correlation_id"})
+CHECK_NAME = re.compile(r"kcoord-check-([A-Za-z0-9]+)-[0-9a-f]{8}")
+PARTITIONS = "<partitions>"
+
+
+def _is_noise(key: str) -> bool:
+    return key in NOISE_KEYS or key.endswith("timestamp") or key.endswith("time_ms")
+
+
+# ------------------------------------------------------------------ consumer protocol
+def decode_consumer(kind: str, data: bytes):
+    """A ConsumerProtocol subscription/assignment as a dict, or None if it is not one."""
+    if len(data) < 2:
+        return None
+    version = struct.unpack(">h", data[:2])[0]
+    if version < 0:
+        return None
+    name = "ConsumerProtocolSubscription" if kind == "subscription" else "ConsumerProtocolAssignment"
+    try:
+        # Newer versions only add fields at the end: read with the newest layout we know.
+        value = codec.compiled_message(name, min(version, 3)).decode_from(io.BytesIO(data[2:]))
+    except Exception:
+        return None
+    from kcoord.conformance.recorder import jsonable
+    out = {"version": version, **jsonable(value)}
+    return out
+
+
+def _decode_blob(value, kind):
+    data = bytes_of(value)
+    if data is None:
+        return value
+    decoded = decode_consumer(kind, data)
+    return value if decoded is None else {"consumer_" + kind: decoded}
+
+
+def _decode_consumer_fields(exchanges: list[dict]) -> None:
+    """Replace consumer-protocol bytes in place (needs each group's protocol type)."""
+    types: dict[str, str] = {}
+    for ex in exchanges:
+        req, resp, key = ex.get("request") or {}, ex.get("response") or {}, ex.get("api_key")
+        if key == JOIN:
+            group = req.get("group_id")
+            if req.get("protocol_type"):
+                types[group] = req["protocol_type"]
+            if types.get(group) != "consumer":
+                continue
+            for p in req.get("protocols") or []:
+                p["metadata"] = _decode_blob(p.get("metadata"), "subscription")
+            for m in resp.get("members") or []:
+                m["metadata"] = _decode_blob(m.get("metadata"), "subscription")
+        elif key == SYNC:
+            group = req.get("group_id")
+            if (req.get("protocol_type") or types.get(group)) != "consumer":
+                continue
+            for a in req.get("assignments") or []:
+                a["assignment"] = _decode_blob(a.get("assignment"), "assignment")
+            if "assignment" in resp:
+                resp["assignment"] = _decode_blob(resp["assignment"], "assignment")
+        elif key == DESCRIBE_GROUPS:
+            for g in resp.get("groups") or []:
+                if g.get("protocol_type") != "consumer":
+                    continue
+                for m in g.get("members") or []:
+                    m["member_metadata"] = _decode_blob(m.get("member_metadata"), "subscription")
+                    m["member_assignment"] = _decode_blob(m.get("member_assignment"), "assignment")
+
+
+# ------------------------------------------------------------------ identities
+def _member_ids(exchanges: list[dict]) -> list[str]:
+    """Member ids the broker handed out or reported, in order of first appearance."""
+    seen: dict[str, None] = {}
+
+    def add(v):
+        if isinstance(v, str) and v:
+            seen.setdefault(v, None)
+
+    for ex in exchanges:
+        resp, key = ex.get("response") or {}, ex.get("api_key")
+        if key == JOIN:
+            add(resp.get("member_id"))
+            add(resp.get("leader"))
+            for m in resp.get("members") or []:
+                add(m.get("member_id"))
+        elif key == DESCRIBE_GROUPS:
+            for g in resp.get("groups") or []:
+                for m in g.get("members") or []:
+                    add(m.get("member_id"))
+    return list(seen)
+
+
+class _Renamer:
+    def __init__(self, exchanges: list[dict]):
+        ids = _member_ids(exchanges)
+        self.members = {m: f"m{i}" for i, m in enumerate(ids, 1)}
+        self._ids = re.compile("|".join(re.escape(m) for m in sorted(ids, key=len, reverse=True))) if ids else None
+        self.names: dict[str, str] = {}
+
+    def _name(self, match) -> str:
+        full = match.group(0)
+        if full not in self.names:
+            self.names[full] = f"kcoord-check-{match.group(1)}-<{len(self.names) + 1}>"
+        return self.names[full]
+
+    def string(self, s: str) -> str:
+        if s in self.members:
+            return self.members[s]
+        if self._ids is not None:
+            s = self._ids.sub(lambda m: self.members[m.group(0)], s)
+        return CHECK_NAME.sub(self._name, s)
+
+
+def _clean(value, renamer: _Renamer, loose: bool, path: str = ""):
+    if isinstance(value, dict):
+        if "$bytes" in value:
+            return value
+        out = {}
+        for k, v in value.items():
+            if _is_noise(k):
+                continue
+            out[k] = _clean(v, renamer, loose, f"{path}.{k}")
+        if loose:
+            if "partitions" in out and isinstance(out["partitions"], list):
+                out["partitions"] = PARTITIONS
+            if "assigned_partitions" in out:
+                out["assigned_partitions"] = PARTITIONS
+        return out
+    if isinstance(value, list):
+        items = [_clean(v, renamer, loose, path) for v in value]
+        if items and all(isinstance(i, dict) and "member_id" in i for i in items):
+            items.sort(key=lambda i: json.dumps(i, sort_keys=True))
+        elif items and all(isinstance(i, dict) and "group_id" in i for i in items):
+            items.sort(key=lambda i: json.dumps(i, sort_keys=True))
+        return items
+    if isinstance(value, str):
+        return renamer.string(value)
+    return value
+
+
+def _loose_sync(req: dict, raw_req: dict, renamer: _Renamer) -> None:
+    # Which member got which partitions is the assignor's ordering of random ids:
+    # keep the split as a multiset, and who was assigned.
+    assignments = raw_req.get("assignments") or []
+    req["assignments"] = {
+        "members": sorted(renamer.string(a.get("member_id", "")) for a in assignments),
+        "values": sorted((json.dumps(_clean(a.get("assignment"), renamer, False), sort_keys=True)
+                          for a in assignments)),
+    }
+
+
+# ------------------------------------------------------------------ normalised form
+@dataclass
+class Connection:
+    label: str             # "<client id>#<n>", n counting that client's connections
+    conn: int              # the proxy's connection number
+    client_id: str | None
+    first_seq: int
+    items: list[dict]      # normalised group exchanges, collapsed
+    raw: list[dict]        # the recorded group exchanges (for context)
+
+
+@dataclass
+class Normalised:
+    connections: list[Connection]
+    other_apis: list[tuple[str, int]]
+    members: dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
+
+
+def normalise(exchanges: list[dict], loose: bool = False) -> Normalised:
+    exchanges = [json.loads(json.dumps(e)) for e in sorted(exchanges, key=lambda e: e["seq"])]
+    _decode_consumer_fields(exchanges)
+    renamer = _Renamer(exchanges)
+    by_conn: dict[int, list[dict]] = {}
+    other: set[tuple[str, int]] = set()
+    for ex in exchanges:
+        if ex.get("api_key") in GROUP_APIS:
+            by_conn.setdefault(ex["conn"], []).append(ex)
+        else:
+            other.add((ex.get("api") or "undecodable", ex.get("version") if ex.get("version") is not None else -1))
+    conns = []
+    for conn, exs in by_conn.items():
+        coordination = [e for e in exs if e["api_key"] != API_VERSIONS]
+        if not coordination:  # a connection that only negotiated versions coordinates nothing
+            continue
+        items = [_exchange(e, renamer, loose) for e in exs]
+        client = renamer.string(exs[0].get("client_id") or "")
+        conns.append(Connection("", conn, client, coordination[0]["seq"], _collapse(items), exs))
+    conns.sort(key=lambda c: (c.client_id, c.first_seq))
+    counts: dict[str, int] = {}
+    for c in conns:
+        counts[c.client_id] = counts.get(c.client_id, 0) + 1
+        c.label = f"{c.client_id}#{counts[c.client_id]}"
+    return Normalised(conns, sorted(other), renamer.members, renamer.names)
+
+
+def _exchange(ex: dict, renamer: _Renamer, loose: bool) -> dict:
+    out = {"api": ex.get("api"), "version": ex.get("version")}
+    req = _clean(ex.get("request"), renamer, loose)
+    if ex.get("api_key") == API_VERSIONS:
+        resp = {"error_code": (ex.get("response") or {}).get("error_code")}  # capabilities differ by design
+    else:
+        resp = _clean(ex.get("response"), renamer, loose)
+    if loose and ex.get("api_key") == SYNC and isinstance(req, dict):
+        _loose_sync(req, ex.get("request") or {}, renamer)
+    out["request"], out["response"] = req, resp
+    for k in ("request_error", "response_error", "no_response"):
+        if k in ex:
+            out[k] = ex[k]
+    return out
+
+
+def _collapse(items: list[dict]) -> list[dict]:
+    out: list[dict] = []
+    run: list[dict] = []
+
+    def flush():
+        if run:
+            distinct = {json.dumps(i, sort_keys=True): i for i in run}
+            out.append({"api": "periodic", "distinct": [distinct[k] for k in sorted(distinct)]})
+            run.clear()
+
+    for item in items:
+        if item["api"] in ("Heartbeat", "OffsetCommit"):
+            run.append(item)
+            continue
+        flush()
+        if out and out[-1] == item:
+            continue
+        out.append(item)
+    flush()
+    return out
+
+
+# ------------------------------------------------------------------ comparison
+@dataclass
+class Divergence:
+    connection: str
+    index: int | None
+    path: str
+    kafka: object
+    kcoord: object
+    kafka_context: list[str]
+    kcoord_context: list[str]
+
+    def describe(self) -> str:
+        where = self.connection if self.index is None else f"{self.connection} exchange {self.index}"
+        lines = [f"{where}: {self.path}: kafka={_short(self.kafka)} kcoord={_short(self.kcoord)}",
+                 "  kafka:"] + [f"    {l}" for l in self.kafka_context] + ["  kcoord:"] + \
+                [f"    {l}" for l in self.kcoord_context]
+        return "\n".join(lines)
+
+    def summary(self) -> str:
+        where = self.connection if self.index is None else f"{self.connection}[{self.index}]"
+        return f"{where} {self.path}: kafka={_short(self.kafka, 60)} kcoord={_short(self.kcoord, 60)}"
+
+
+@dataclass
+class Comparison:
+    verdict: str                 # "identical", "equivalent" (up to who got which partitions), "differs"
+    divergence: Divergence | None = None
+
+    @property
+    def identical(self) -> bool:
+        return self.verdict != "differs"
+
+
+def _short(v, limit: int = 200) -> str:
+    s = json.dumps(v, sort_keys=True) if not isinstance(v, str) else v
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def _diff(a, b, path: str):
+    """The first (path, a, b) where two JSON values differ, or None."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            if k not in a or k not in b:
+                return f"{path}.{k}", a.get(k, "<absent>"), b.get(k, "<absent>")
+            d = _diff(a[k], b[k], f"{path}.{k}")
+            if d:
+                return d
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = _diff(x, y, f"{path}[{i}]")
+            if d:
+                return d
+        if len(a) != len(b):
+            return f"{path}.length", len(a), len(b)
+        return None
+    if a != b:
+        return path, a, b
+    return None
+
+
+def one_line(item: dict) -> str:
+    """An exchange for a human: api, version and its telling fields."""
+    if item.get("api") == "periodic":
+        return "periodic{" + ", ".join(one_line(i) for i in item["distinct"]) + "}"
+    resp = item.get("response") or {}
+    bits = [f"{item.get('api')} v{item.get('version')}"]
+    for k in ("error_code", "generation_id", "leader", "member_id", "protocol_name", "skip_assignment"):
+        if isinstance(resp, dict) and k in resp:
+            bits.append(f"{k}={resp[k]}")
+    if isinstance(resp, dict) and isinstance(resp.get("members"), list):
+        bits.append(f"members={len(resp['members'])}")
+    if isinstance(resp, dict) and isinstance(resp.get("topics"), list):  # OffsetCommit/OffsetFetch
+        codes = sorted({p.get("error_code") for t in resp["topics"] for p in (t.get("partitions") or [])
+                        if isinstance(p, dict)})
+        bits.append(f"partition_errors={codes}")
+    for k in ("request_error", "response_error"):
+        if k in item:
+            bits.append(f"{k}={item[k]}")
+    return " ".join(bits)
+
+
+def _context(conn: Connection | None, index: int, around: int = 2) -> list[str]:
+    if conn is None:
+        return ["(no such connection)"]
+    lo = max(0, index - around)
+    return [f"{'>' if i == index else ' '}{i}: {one_line(x)}" for i, x in enumerate(conn.items[lo:index + around + 1], lo)]
+
+
+def compare_normalised(kafka: Normalised, kcoord: Normalised) -> Divergence | None:
+    groups_k: dict[str, list[Connection]] = {}
+    groups_c: dict[str, list[Connection]] = {}
+    for c in kafka.connections:
+        groups_k.setdefault(c.client_id, []).append(c)
+    for c in kcoord.connections:
+        groups_c.setdefault(c.client_id, []).append(c)
+    pairs = []
+    for client in sorted(set(groups_k) | set(groups_c)):
+        ks, cs = groups_k.get(client, []), groups_c.get(client, [])
+        for i in range(max(len(ks), len(cs))):
+            pairs.append((ks[i] if i < len(ks) else None, cs[i] if i < len(cs) else None))
+    # Report the earliest divergence (by when it happened on Kafka), not the first by client id.
+    pairs.sort(key=lambda p: (p[0] or p[1]).first_seq)
+    for k, c in pairs:
+        label = (k or c).label
+        if k is None or c is None:
+            return Divergence(label, None, "connection", "present" if k else "absent",
+                              "present" if c else "absent", _context(k, 0), _context(c, 0))
+        for i in range(max(len(k.items), len(c.items))):
+            a = k.items[i] if i < len(k.items) else "<end of connection>"
+            b = c.items[i] if i < len(c.items) else "<end of connection>"
+            d = _diff(a, b, "")
+            if d:
+                path, va, vb = d
+                return Divergence(label, i, path.lstrip(".") or "exchange", va, vb, _context(k, i), _context(c, i))
+    if kafka.other_apis != kcoord.other_apis:
+        only_k = sorted(set(kafka.other_apis) - set(kcoord.other_apis))
+        only_c = sorted(set(kcoord.other_apis) - set(kafka.other_apis))
+        return Divergence("(all connections)", None, "other_apis", only_k, only_c,
+                          [f"only here: {only_k}"], [f"only here: {only_c}"])
+    return None
+
+
+def compare(kafka_exchanges: list[dict], kcoord_exchanges: list[dict]) -> Comparison:
+    strict = compare_normalised(normalise(kafka_exchanges), normalise(kcoord_exchanges))
+    if strict is None:
+        return Comparison("identical")
+    loose = compare_normalised(normalise(kafka_exchanges, loose=True), normalise(kcoord_exchanges, loose=True))
+    if loose is None:
+        return Comparison("equivalent", strict)
+    # Past the partition split, the loose divergence is the one that is not a coin toss.
+    return Comparison("differs", loose)
+
+
+def render(exchanges: list[dict], loose: bool = False) -> str:
+    """A normalised transcript, one line per exchange (for docs and debugging)."""
+    n = normalise(exchanges, loose)
+    lines = []
+    for c in n.connections:
+        lines.append(f"[{c.label}]")
+        lines.extend(f"  {i}: {one_line(x)}" for i, x in enumerate(c.items))
+    lines.append(f"other APIs: {', '.join(f'{a} v{v}' for a, v in n.other_apis)}")
+    return "\n".join(lines)
