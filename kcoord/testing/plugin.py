@@ -13,8 +13,21 @@ State is in memory only unless the test asks otherwise with the `kcoord` marker,
 whose keywords are ServerConfig fields:
 
     @pytest.mark.kcoord(data_dir=str(tmp_path), default_partitions=3)
+
+The same test can run against the reference Apache Kafka (kcoord.testing.reference_kafka):
+
+    reference_kafka   session-wide Kafka broker (one JVM per test session; use unique group
+                      and topic names), with group.initial.rebalance.delay.ms=0
+    broker            kcoord_server, or with --kcoord-broker=kafka (env KCOORD_BROKER=kafka)
+                      a handle on the reference Kafka with .bootstrap, .wait_for(), .committed()
+    broker_any        parametrised over both: every test using it runs as [kcoord] and [kafka]
+
+--kafka-bootstrap HOST:PORT (env KCOORD_KAFKA_BOOTSTRAP) uses a Kafka you already run instead
+of starting one. kcoord.testing.brokers has broker-neutral helpers (wait_group, create_topic, ...).
 """
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -26,6 +39,8 @@ from kcoord.config import ServerConfig
 
 
 class KcoordHandle:
+    kind = "kcoord"
+
     def __init__(self, thread):
         self._thread = thread
 
@@ -141,6 +156,29 @@ async def _on_loop(fn):
     return fn()
 
 
+# What the reference Kafka of a test session is started with: groups form without the
+# initial rebalance delay (as kcoord_server's) and tests may use short session timeouts.
+REFERENCE_KAFKA_CONFIG = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}
+BROKERS = ("kcoord", "kafka")
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("kcoord", "kcoord and the reference Apache Kafka")
+    group.addoption("--kcoord-broker", choices=BROKERS, default=None,
+                    help="what the `broker` fixture is: kcoord (default) or the reference Apache Kafka "
+                         "(env KCOORD_BROKER)")
+    group.addoption("--kafka-bootstrap", default=None, metavar="HOST:PORT",
+                    help="use this running Kafka as the reference broker instead of starting one "
+                         "(env KCOORD_KAFKA_BOOTSTRAP)")
+
+
+def _broker_choice(config) -> str:
+    choice = config.getoption("--kcoord-broker") or os.environ.get("KCOORD_BROKER") or "kcoord"
+    if choice not in BROKERS:
+        raise pytest.UsageError(f"KCOORD_BROKER={choice!r}: choose one of {', '.join(BROKERS)}")
+    return choice
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "kcoord(**config): ServerConfig fields for the kcoord_server fixture "
                                        "(e.g. data_dir=..., http_host='127.0.0.1')")
@@ -160,6 +198,50 @@ def kcoord_server(request):
 def kcoord_manual_clock_server():
     """Like kcoord_server, but coordinator time moves only with `advance(ms)`."""
     thread = start_server(manual_clock=True)
+    try:
+        yield KcoordHandle(thread)
+    finally:
+        thread.stop()
+
+
+@pytest.fixture(scope="session")
+def reference_kafka(request):
+    """The session's reference Apache Kafka (a ReferenceKafka, or the --kafka-bootstrap one)."""
+    from kcoord.testing.brokers import ExternalKafka
+
+    external = request.config.getoption("--kafka-bootstrap") or os.environ.get("KCOORD_KAFKA_BOOTSTRAP")
+    if external:
+        yield ExternalKafka(external)
+        return
+    from kcoord.testing.reference_kafka import ReferenceKafka
+
+    kafka = ReferenceKafka(REFERENCE_KAFKA_CONFIG).start()
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture
+def broker(request):
+    """kcoord_server's handle, or with --kcoord-broker=kafka a KafkaHandle on the reference Kafka."""
+    if _broker_choice(request.config) == "kafka":
+        from kcoord.testing.brokers import KafkaHandle
+
+        return KafkaHandle(request.getfixturevalue("reference_kafka"))
+    return request.getfixturevalue("kcoord_server")
+
+
+@pytest.fixture(params=BROKERS, ids=list(BROKERS))
+def broker_any(request):
+    """Each test using it runs twice: on a fresh kcoord server and on the reference Kafka."""
+    if request.param == "kafka":
+        from kcoord.testing.brokers import KafkaHandle
+
+        yield KafkaHandle(request.getfixturevalue("reference_kafka"))
+        return
+    marker = request.node.get_closest_marker("kcoord")
+    thread = start_server(**(marker.kwargs if marker else {}))
     try:
         yield KcoordHandle(thread)
     finally:

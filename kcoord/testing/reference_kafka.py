@@ -86,17 +86,18 @@ def require_java() -> str:
     return _require("java", JDK_HINT)
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-_MVN_NOISE = ("To see the full stack trace", "Re-run Maven", "For more information", "[Help 1]")
+_ANSI = re.compile(r"(\x1b)?\[[0-9;]*m")
+_MVN_ERROR = re.compile(r"\[ERROR\]\s*(.*)")
+_MVN_NOISE = ("To see the full stack trace", "Re-run Maven", "For more information", "[Help ")
 
 
 def _mvn_error(output: str) -> str:
     """The line of mvn's output that says what went wrong."""
     lines = [_ANSI.sub("", line).strip() for line in output.splitlines()]
-    errors = [line[len("[ERROR]"):].strip() for line in lines if line.startswith("[ERROR]")]
-    errors = [e for e in errors if e and not any(n in e for n in _MVN_NOISE)]
+    errors = [m.group(1).replace(" -> [Help 1]", "").strip() for m in map(_MVN_ERROR.search, lines) if m]
+    errors = [e for e in errors if e and not e.startswith(_MVN_NOISE)]
     if errors:
-        return errors[0].replace(" -> [Help 1]", "")
+        return errors[0]
     rest = [line for line in lines if line]
     return rest[-1] if rest else "no output"
 
@@ -175,6 +176,33 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text[-lines:])
 
 
+def _die_with_parent() -> None:
+    # atexit cannot run when the Python process is SIGKILLed (a test run killed on a
+    # timeout): Linux then sends the JVM SIGTERM, so no broker outlives its starter.
+    # (The thread that started the broker counts as the parent: start it from one that lives.)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+DIR_PREFIX = "kcoord-kafka-"
+
+
+def _sweep_orphans() -> None:
+    """Remove the directories of brokers whose starter was killed before it could."""
+    for d in Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}*"):
+        try:
+            owner = int((d / "owner.pid").read_text())
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except (OSError, ValueError):
+            pass
+
+
 _LIVE: set["ReferenceKafka"] = set()
 
 
@@ -203,6 +231,7 @@ class ReferenceKafka:
         self.start_timeout = start_timeout
         self.dir: Path | None = None
         self.proc: subprocess.Popen | None = None
+        self.pid: int | None = None  # the JVM's, kept after stop()
         self.config: dict[str, str] = {}
         self._kept_log: Path | None = None
         self.started_in: float | None = None
@@ -248,7 +277,9 @@ class ReferenceKafka:
                     f"(another broker?); pick another or leave it unset for a free one")
         self.port = self.port or free_port(self.host)
         self.controller_port = self.controller_port or free_port(self.host)
-        self.dir = Path(tempfile.mkdtemp(prefix="kcoord-kafka-"))
+        _sweep_orphans()
+        self.dir = Path(tempfile.mkdtemp(prefix=DIR_PREFIX))
+        (self.dir / "owner.pid").write_text(f"{os.getpid()}\n")
         _LIVE.add(self)
         try:
             self._write_config()
@@ -265,7 +296,9 @@ class ReferenceKafka:
                     [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
                      f"-Dkafka.logs.dir={self.dir}", "-cp", cp, "kafka.Kafka", str(self.dir / "server.properties")],
                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
-                    start_new_session=True)  # its own process group: stop() signals the JVM and nothing else
+                    start_new_session=True,  # its own process group: stop() signals the JVM and nothing else
+                    preexec_fn=_die_with_parent)
+                self.pid = self.proc.pid
             self._wait_ready(began + self.start_timeout)
         except BaseException:
             self.stop()

@@ -1,0 +1,171 @@
+"""Broker-neutral test helpers: they speak only the Kafka protocol, so a test that uses
+them runs unchanged against kcoord and against the reference Apache Kafka.
+
+    wait_group(bootstrap, "g", state="Stable", members=2)   # polls DescribeGroups
+    create_topic(bootstrap, "t", 12)                        # CreateTopics
+    committed(bootstrap, "g") / end_offsets(bootstrap, "t") # OffsetFetch / ListOffsets
+
+`KafkaHandle` gives a Kafka (reference or external) the surface of the kcoord_server
+fixture's handle that does not need kcoord's insides: `bootstrap`, `wait_for`, `committed`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+DEAD = "Dead"
+GROUP_ID_NOT_FOUND = 69
+TOPIC_ALREADY_EXISTS = 36
+
+
+@dataclass
+class GroupView:
+    """A group as DescribeGroups shows it (what kcoord's GroupDescription holds, from the wire)."""
+    group_id: str
+    state: str
+    protocol_type: str = ""
+    protocol: str = ""
+    members: list[dict] = field(default_factory=list)  # member_id, group_instance_id, client_id, assignment
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def assignments(self) -> dict[str, list[int]]:
+        """Member id -> partitions assigned (empty unless the group is Stable)."""
+        return {m["member_id"]: sorted(p for _, p in m["assignment"]) for m in self.members}
+
+
+def describe(bootstrap: str, group: str, timeout: float = 10.0) -> GroupView:
+    from kcoord.protocol_client import Admin, ProtocolError, consumer_assignment
+
+    with Admin(bootstrap, timeout) as admin:
+        try:
+            g = admin.describe_group(group)
+        except ProtocolError as err:
+            if "GROUP_ID_NOT_FOUND" in str(err):
+                return GroupView(group, DEAD)
+            raise
+        members = [{"member_id": m.member_id, "group_instance_id": m.get("group_instance_id"),
+                    "client_id": m.client_id, "client_host": m.client_host,
+                    "assignment": consumer_assignment(m.member_assignment or b"")} for m in g.members]
+        return GroupView(group, g.group_state, g.protocol_type, g.protocol_data, members)
+
+
+def wait_group(bootstrap: str, group: str, timeout: float = 30.0, state: str | None = None,
+               members: int | None = None) -> GroupView:
+    """Poll DescribeGroups until the group is in `state` with `members` members; TimeoutError
+    says what it looked like instead."""
+    from kcoord.protocol_client import ProtocolError
+
+    deadline = time.monotonic() + timeout
+    seen = "nothing yet"
+    while True:
+        try:
+            view = describe(bootstrap, group)
+            if (state is None or view.state == state) and (members is None or view.size == members):
+                return view
+            seen = f"{view.state}, {view.size} members"
+        except (OSError, ProtocolError) as err:  # COORDINATOR_LOAD_IN_PROGRESS and the like pass
+            seen = f"{type(err).__name__}: {err}"
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"group {group} did not reach state={state} members={members} "
+                               f"within {timeout:g}s (it is {seen})")
+        time.sleep(0.1)
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30.0) -> None:
+    """CreateTopics with replication factor 1; an existing topic is an error."""
+    from kcoord.protocol_client import Connection, ProtocolError
+    from wire.errors import ErrorCode
+
+    with Connection.to(bootstrap, timeout) as conn:
+        v = conn.version(19, 5, 2)
+        answer = conn.call(19, v, {"topics": [{"name": topic, "num_partitions": partitions, "replication_factor": 1,
+                                               "assignments": [], "configs": []}],
+                                   "timeout_ms": int(timeout * 1000), "validate_only": False})
+        [result] = answer.topics
+        if result.error_code:
+            raise ProtocolError(f"CreateTopics {topic}: {ErrorCode(result.error_code).name}")
+    _wait_leaders(bootstrap, topic, partitions, timeout)
+
+
+def partitions(bootstrap: str, topic: str, timeout: float = 10.0) -> list[int]:
+    """The topic's partitions that have a leader, from Metadata (no auto-creation)."""
+    from kcoord.protocol_client import Connection
+
+    with Connection.to(bootstrap, timeout) as conn:
+        v = conn.version(3, 4, 1)
+        answer = conn.call(3, v, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+        return sorted(p.partition_index for t in answer.topics if t.name == topic and t.error_code == 0
+                      for p in t.partitions if p.error_code == 0 and p.leader_id >= 0)
+
+
+def _wait_leaders(bootstrap: str, topic: str, count: int, timeout: float) -> None:
+    # Kafka answers CreateTopics before every partition's leader is known to Metadata.
+    deadline = time.monotonic() + timeout
+    while len(partitions(bootstrap, topic)) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"topic {topic}: {count} partitions without leaders after {timeout:g}s")
+        time.sleep(0.05)
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    """Partition -> log end offset (high watermark)."""
+    from kcoord.protocol_client import Admin
+
+    with Admin(bootstrap) as admin:
+        ends = admin.log_end_offsets([(topic, p) for p in partitions(bootstrap, topic)])
+    return {p: off for (_, p), off in ends.items()}
+
+
+def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> committed offset, from OffsetFetch."""
+    from kcoord.protocol_client import Admin
+
+    with Admin(bootstrap) as admin:
+        return admin.committed_offsets(group)
+
+
+class KafkaHandle:
+    """A Kafka broker under test, seen only over the protocol."""
+
+    kind = "kafka"
+
+    def __init__(self, kafka):
+        self.kafka = kafka  # a ReferenceKafka, or an ExternalKafka the user runs
+
+    @property
+    def bootstrap(self) -> str:
+        return self.kafka.bootstrap
+
+    def wait_for(self, group: str, timeout: float = 30.0, **conditions) -> GroupView:
+        """Like KcoordHandle.wait_for (state=..., members=...), by polling DescribeGroups."""
+        unknown = set(conditions) - {"state", "members"}
+        if unknown:
+            raise TypeError(f"a Kafka broker can only be waited on for state= and members=, not {sorted(unknown)}")
+        return wait_group(self.bootstrap, group, timeout, **conditions)
+
+    def committed(self, group: str) -> dict[tuple[str, int], int]:
+        return committed(self.bootstrap, group)
+
+    def __repr__(self) -> str:
+        return f"KafkaHandle({self.bootstrap})"
+
+
+class ExternalKafka:
+    """A Kafka the user already runs (--kafka-bootstrap): started and stopped elsewhere."""
+
+    def __init__(self, bootstrap: str):
+        from kcoord.config import parse_host_port
+
+        self.host, self.port = parse_host_port(bootstrap)
+        self.config: dict[str, str] = {}
+        self.log_path = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        pass
