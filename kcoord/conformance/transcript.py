@@ -169,7 +169,9 @@ def _clean(value, renamer: _Renamer, loose: bool, path: str = ""):
         return out
     if isinstance(value, list):
         items = [_clean(v, renamer, loose, path) for v in value]
-        if items and all(isinstance(i, dict) and "member_id" in i for i in items):
+        if items and all(isinstance(i, (int, str)) and not isinstance(i, bool) for i in items):
+            items.sort(key=lambda i: (str(type(i)), i))  # partition and group id lists: client set order
+        elif items and all(isinstance(i, dict) and "member_id" in i for i in items):
             items.sort(key=lambda i: json.dumps(i, sort_keys=True))
         elif items and all(isinstance(i, dict) and "group_id" in i for i in items):
             items.sort(key=lambda i: json.dumps(i, sort_keys=True))
@@ -199,6 +201,7 @@ class Connection:
     first_seq: int
     items: list[dict]      # normalised group exchanges, collapsed
     raw: list[dict]        # the recorded group exchanges (for context)
+    first_api: str = ""
 
 
 @dataclass
@@ -227,8 +230,13 @@ def normalise(exchanges: list[dict], loose: bool = False) -> Normalised:
             continue
         items = [_exchange(e, renamer, loose) for e in exs]
         client = renamer.string(exs[0].get("client_id") or "")
-        conns.append(Connection("", conn, client, coordination[0]["seq"], _collapse(items), exs))
-    conns.sort(key=lambda c: (c.client_id, c.first_seq))
+        conns.append(Connection("", conn, client, coordination[0]["seq"], _collapse(items), exs,
+                                coordination[0].get("api") or ""))
+    # Connections of the same client are paired by what they are for (the API of their
+    # first coordinator request: a bootstrap connection asks FindCoordinator, a member's
+    # coordinator connection joins), then by when they started doing it: two member
+    # processes' connections interleave differently from run to run.
+    conns.sort(key=lambda c: (c.client_id, c.first_api, c.first_seq))
     counts: dict[str, int] = {}
     for c in conns:
         counts[c.client_id] = counts.get(c.client_id, 0) + 1

@@ -1,0 +1,204 @@
+"""Differential transcripts: the normaliser/comparator on hand-made transcripts, the
+recording proxy with a real client, and every `kcoord check` scenario run on the
+reference Apache Kafka and on kcoord with their transcripts compared."""
+from __future__ import annotations
+
+import copy
+import time
+
+import pytest
+
+from kcoord.conformance import differential, transcript
+from kcoord.conformance.recorder import ProxyThread, Transcript, jsonable
+from wire import codec
+
+JOIN, SYNC, HEARTBEAT, FIND, API_VERSIONS, METADATA, FETCH = 11, 14, 12, 10, 18, 3, 1
+_seq = iter(range(1, 10**6))
+
+
+def ex(conn, api_key, version, request, response, client="kcoord-check", seq=None):
+    return {"conn": conn, "seq": seq or next(_seq), "t_ms": 0, "client_id": client,
+            "api": {JOIN: "JoinGroup", SYNC: "SyncGroup", HEARTBEAT: "Heartbeat", FIND: "FindCoordinator",
+                    API_VERSIONS: "ApiVersions", METADATA: "Metadata", FETCH: "Fetch"}[api_key],
+            "api_key": api_key, "version": version, "request": request, "response": response}
+
+
+def _assignment(partitions: list[int]) -> dict:
+    body = codec.compiled_message("ConsumerProtocolAssignment", 0).encode(
+        {"assigned_partitions": [{"topic": "kcoord-check-t-0000abcd", "partitions": partitions}], "user_data": None})
+    return jsonable(b"\x00\x00" + body)
+
+
+def one_member_run(member_id: str, group: str, generation: int = 1, heartbeats: int = 3,
+                   join_error: int = 0, fetches: int = 2, node=("127.0.0.1", 9092, 1)) -> list[dict]:
+    host, port, node_id = node
+    out = [ex(1, API_VERSIONS, 3, {}, {"error_code": 0, "api_keys": [{"api_key": 11, "max_version": 9}]}),
+           ex(1, FIND, 3, {"key": group, "key_type": 0},
+              {"throttle_time_ms": 7, "error_code": 0, "error_message": None, "node_id": node_id,
+               "host": host, "port": port}),
+           ex(2, JOIN, 5, {"group_id": group, "member_id": "", "protocol_type": "consumer", "protocols": []},
+              {"error_code": join_error, "generation_id": generation, "protocol_name": "range",
+               "leader": member_id, "member_id": member_id,
+               "members": [{"member_id": member_id, "group_instance_id": None, "metadata": jsonable(b"")}]}),
+           ex(2, SYNC, 3, {"group_id": group, "generation_id": generation, "member_id": member_id,
+                           "assignments": [{"member_id": member_id, "assignment": _assignment([0, 1])}]},
+              {"error_code": 0, "assignment": _assignment([0, 1])})]
+    for i in range(heartbeats):
+        out.append(ex(2, HEARTBEAT, 3, {"group_id": group, "generation_id": generation, "member_id": member_id},
+                      {"throttle_time_ms": i, "error_code": 0}))
+        if i < fetches:
+            out.append(ex(3, FETCH, 12, {"max_wait_ms": 500}, {"error_code": 0, "session_id": 1000 + i}))
+    return out
+
+
+# ---------------------------------------------------------------- comparator unit tests
+def test_member_ids_node_identity_and_timing_noise_are_not_divergences():
+    kafka = one_member_run("kafka-python-3.0.12-4b8d7c0e-1111", "kcoord-check-single-1a2b3c4d", heartbeats=2,
+                           fetches=2, node=("10.0.0.5", 9092, 1))
+    kcoord = one_member_run("kafka-python-3.0.12-ffff0000-2222", "kcoord-check-single-deadbeef", heartbeats=7,
+                            fetches=5, node=("127.0.0.1", 40000, 0))
+    result = transcript.compare(kafka, kcoord)
+    assert result.verdict == "identical", result.divergence and result.divergence.describe()
+
+
+def test_a_different_error_code_is_reported_with_its_path():
+    kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001")
+    kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002", join_error=27)
+    result = transcript.compare(kafka, kcoord)
+    assert result.verdict == "differs"
+    d = result.divergence
+    assert (d.connection, d.index, d.path, d.kafka, d.kcoord) == ("kcoord-check#2", 0, "response.error_code", 0, 27)
+    assert any(line.startswith(">0: JoinGroup v5 error_code=27") for line in d.kcoord_context)
+    assert "kcoord-check#2[0] response.error_code: kafka=0 kcoord=27" == d.summary()
+
+
+def test_a_different_generation_is_reported():
+    kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001", generation=1)
+    kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002", generation=2)
+    d = transcript.compare(kafka, kcoord).divergence
+    assert (d.index, d.path, d.kafka, d.kcoord) == (0, "request.generation_id", 1, 2) or \
+        (d.index, d.path) == (0, "response.generation_id")
+
+
+def test_a_heartbeat_error_inside_a_periodic_run_is_a_divergence():
+    kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001", heartbeats=4)
+    kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002", heartbeats=4)
+    next(e for e in reversed(kcoord) if e["api_key"] == HEARTBEAT)["response"]["error_code"] = 27
+    d = transcript.compare(kafka, kcoord).divergence
+    assert d is not None and d.path.startswith("distinct") and d.connection == "kcoord-check#2"
+
+
+def test_a_consumer_assignment_is_decoded_and_compared():
+    kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001")
+    kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002")
+    sync = next(e for e in kcoord if e["api_key"] == SYNC)
+    sync["response"]["assignment"] = _assignment([0])
+    sync["request"]["assignments"][0]["assignment"] = _assignment([0])
+    # One member only: which member got the partitions is no coin toss, so even the
+    # loose comparison must see the lost partition.
+    result = transcript.compare(kafka, kcoord)
+    assert result.verdict == "differs"
+    d = result.divergence
+    assert d.path.startswith("request.assignments") and '"partitions": [0, 1]' in d.kafka \
+        and '"partitions": [0]' in d.kcoord
+
+
+def test_member_list_order_and_connection_order_do_not_matter():
+    kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001")
+    kcoord = copy.deepcopy(kafka)
+    join = next(e for e in kafka if e["api_key"] == JOIN)
+    join["response"]["members"].append({"member_id": "m-zzzz", "group_instance_id": None, "metadata": jsonable(b"")})
+    kjoin = next(e for e in kcoord if e["api_key"] == JOIN)
+    kjoin["response"]["members"].insert(0, {"member_id": "m-yyyy", "group_instance_id": None,
+                                            "metadata": jsonable(b"")})
+    for e in kcoord:  # the proxy numbered the sockets differently
+        e["conn"] = {1: 7, 2: 5, 3: 6}[e["conn"]]
+    assert transcript.compare(kafka, kcoord).verdict == "identical"
+
+
+def test_a_missing_non_group_api_version_is_a_divergence_but_its_count_is_not():
+    kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001", fetches=3)
+    kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002", fetches=1)
+    assert transcript.compare(kafka, kcoord).verdict == "identical"
+    for e in kcoord:
+        if e["api_key"] == FETCH:
+            e["version"] = 11
+    d = transcript.compare(kafka, kcoord).divergence
+    assert d.path == "other_apis" and d.kafka == [("Fetch", 12)] and d.kcoord == [("Fetch", 11)]
+
+
+# ---------------------------------------------------------------- the proxy with a real client
+def test_proxy_records_a_kafka_python_consumer_and_keeps_it_on_the_proxy(kcoord_server):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    with ProxyThread() as proxies:
+        p = proxies.proxy(kcoord_server.bootstrap)
+        producer = KafkaProducer(bootstrap_servers=p.bootstrap)
+        producer.send("recorded", b"hello").get(30)
+        producer.close()
+        consumer = KafkaConsumer("recorded", group_id="recorded-group", auto_offset_reset="earliest",
+                                 bootstrap_servers=p.bootstrap, consumer_timeout_ms=30000)
+        assert next(iter(consumer)).value == b"hello"
+        consumer.close()
+        exchanges = p.transcript.sorted()
+        proxy_port = p.address[1]
+    apis = [e["api"] for e in exchanges]
+    assert "JoinGroup" in apis and "SyncGroup" in apis and "LeaveGroup" in apis
+    join = next(e for e in exchanges if e["api"] == "JoinGroup" and e["response"]["error_code"] == 0)
+    assert join["request"]["group_id"] == "recorded-group" and join["response"]["generation_id"] >= 1
+    assert join["response"]["leader"] == join["response"]["member_id"]
+    sync = [e for e in exchanges if e["api"] == "SyncGroup"][-1]
+    assert transcript.decode_consumer("assignment", bytes.fromhex(sync["response"]["assignment"]["$bytes"])) \
+        ["assigned_partitions"] == [{"topic": "recorded", "partitions": [0]}]
+    assert all("request_error" not in e and "response_error" not in e for e in exchanges)
+    # The transcript keeps what the broker said (its own address); the client was told
+    # the proxy's, so every broker it knows is the proxy.
+    finds = [e for e in exchanges if e["api"] == "FindCoordinator"]
+    upstream_port = int(kcoord_server.bootstrap.rsplit(":", 1)[1])
+    assert finds and all(c["port"] == upstream_port
+                         for f in finds for c in f["response"].get("coordinators") or [f["response"]])
+    assert {b.port for b in consumer._client.cluster.brokers()} == {proxy_port}
+    assert len({e["conn"] for e in exchanges}) >= 2
+
+
+# ---------------------------------------------------------------- kcoord vs Apache Kafka
+DELAYS = (0, 3000)
+CLIENTS = ("kafka-python", "aiokafka", "confluent", "java")
+
+
+@pytest.fixture(scope="module", params=DELAYS, ids=lambda d: f"delay{d}")
+def broker_pair(request):
+    from kcoord.testing.plugin import start_server
+    from kcoord.testing.reference_kafka import ReferenceKafka
+
+    delay = request.param
+    with ReferenceKafka({"group.initial.rebalance.delay.ms": str(delay),
+                         "group.min.session.timeout.ms": "1000"}) as kafka:
+        server = start_server(initial_rebalance_delay_ms=delay)
+        try:
+            yield delay, kafka.bootstrap, server.bootstrap
+        finally:
+            server.stop()
+
+
+def _differential(broker_pair, scenarios, clients):
+    delay, kafka, kcoord = broker_pair
+    start = time.monotonic()
+    results = differential.run_differential(kafka, kcoord, list(clients), scenarios)
+    print(f"\n{differential.report_table([(delay, r) for r in results])}\n"
+          f"wall time {time.monotonic() - start:.0f}s")
+    problems = differential.unexpected(results, delay)
+    assert not problems, "\n\n".join(problems)
+
+
+def test_raw_scenarios_kcoord_vs_kafka(broker_pair):
+    from kcoord.conformance import raw_scenarios
+
+    _differential(broker_pair, list(raw_scenarios.SCENARIOS), [])
+
+
+@pytest.mark.parametrize("scenario", ["client:consume-in-group", "client:leave-one-rebalance",
+                                      "client:static-restart-no-rebalance",
+                                      "client:static-leader-restart-no-rebalance"])
+def test_client_scenarios_kcoord_vs_kafka(broker_pair, scenario):
+    _differential(broker_pair, [scenario], CLIENTS)
