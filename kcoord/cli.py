@@ -7,52 +7,77 @@ import logging
 import signal
 import sys
 
+from kcoord import broker_config
 from kcoord.config import ServerConfig, parse_host_port
+
+
+def _at_least(n: int):
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: not an integer") from None
+        if value < n:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be at least {n}")
+        return value
+    convert.__name__ = "integer"
+    return convert
+
+
+def _config_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
+
+
+def _kafka_flags(p) -> None:
+    g = p.add_argument_group(
+        "Kafka broker configs (each flag is an alias of the Kafka name shown; --config-file and --config "
+        "take those names; precedence: defaults < --config-file < --config < flags)")
+    g.add_argument("--config-file", default=None, metavar="FILE",
+                   help="a Kafka server.properties; keys kcoord does not model are ignored with a warning")
+    g.add_argument("--config", action="append", default=[], type=_config_pair, metavar="KEY=VALUE",
+                   help="one Kafka broker config, e.g. group.min.session.timeout.ms=1000 (repeatable)")
+    for entry in broker_config.TABLE:
+        if entry.flag is None:
+            continue
+        default = entry.default if entry.default is not None else "none"
+        if entry.type == "boolean":
+            g.add_argument(entry.flag, action=argparse.BooleanOptionalAction, default=None,
+                           help=f"{entry.name} (default {default})")
+        else:
+            metavar = {"int": "N", "long": "N", "listeners": "HOST:PORT", "list": "A,B"}.get(entry.type, "VALUE")
+            g.add_argument(entry.flag, type=broker_config.flag_type(entry.flag), default=None, metavar=metavar,
+                           help=f"{entry.name} (default {default})")
 
 
 def _serve_parser(sub) -> None:
     p = sub.add_parser("serve", help="run the emulator")
-    p.add_argument("--listen", default="127.0.0.1:9092", help="HOST:PORT to accept clients on (default %(default)s)")
-    p.add_argument("--advertised", default=None,
-                   help="HOST:PORT clients are told to connect to (default: the listen address)")
     p.add_argument("--data-dir", default="none",
                    help="directory for durable state, or 'none' for in-memory only (default %(default)s)")
     p.add_argument("--fsync", choices=("always", "interval", "never"), default="interval",
                    help="when state writes are fsynced: after each write, every --fsync-interval-ms, or never "
                         "(default %(default)s; a killed process loses nothing either way, see README)")
-    p.add_argument("--fsync-interval-ms", type=int, default=100, help="(default %(default)s)")
-    p.add_argument("--initial-rebalance-delay-ms", type=int, default=3000,
-                   help="group.initial.rebalance.delay.ms (default %(default)s, as Kafka)")
-    p.add_argument("--default-partitions", type=int, default=1,
-                   help="num.partitions for auto-created topics (default %(default)s)")
-    p.add_argument("--auto-create-topics", action=argparse.BooleanOptionalAction, default=True,
-                   help="auto.create.topics.enable (default on)")
+    p.add_argument("--fsync-interval-ms", type=_at_least(1), default=100, help="(default %(default)s)")
     p.add_argument("--http", default=None, metavar="HOST:PORT",
                    help="serve the HTTP admin endpoint (/healthz, ...) on HOST:PORT (default: off)")
     p.add_argument("--journal", default=None, metavar="PATH",
                    help="coordinator event journal (JSON Lines): PATH, or 'none' to disable "
                         "(default: <data-dir>/journal/events.jsonl when --data-dir is set)")
-    p.add_argument("--journal-max-bytes", type=int, default=64 * 1024 * 1024,
+    p.add_argument("--journal-max-bytes", type=_at_least(1), default=64 * 1024 * 1024,
                    help="rotate the journal at this size (default %(default)s)")
     p.add_argument("--faults", default=None, metavar="FILE",
                    help="fault rules active from start: a JSON or YAML list (see README, Fault injection)")
     p.add_argument("--fault", action="append", default=[], metavar="RULE",
                    help="one fault rule, e.g. api=Heartbeat,error=NOT_COORDINATOR,times=3 (repeatable)")
-    lim = p.add_argument_group("limits (Kafka's broker config names and defaults)")
-    lim.add_argument("--max-connections", type=int, default=2**31 - 1, help="max.connections")
-    lim.add_argument("--max-connections-per-ip", type=int, default=2**31 - 1, help="max.connections.per.ip")
-    lim.add_argument("--connections-max-idle-ms", type=int, default=600000,
-                     help="connections.max.idle.ms (default %(default)s; -1: never)")
-    lim.add_argument("--socket-request-max-bytes", type=int, default=100 * 1024 * 1024,
-                     help="socket.request.max.bytes, the largest request frame (default %(default)s)")
-    lim.add_argument("--max-buffered-request-bytes", type=int, default=64 * 1024,
+    _kafka_flags(p)
+    lim = p.add_argument_group("limits without a Kafka name")
+    lim.add_argument("--max-buffered-request-bytes", type=_at_least(1), default=64 * 1024,
                      help="pipelined request bytes read ahead per connection (default %(default)s)")
-    lim.add_argument("--group-max-size", type=int, default=2**31 - 1, help="group.max.size")
     sec = p.add_argument_group("security (off by default)")
     sec.add_argument("--sasl-users", default=None, metavar="FILE",
                      help="turn SASL on with users from FILE (name:password per line)")
-    sec.add_argument("--sasl-mechanisms", default="PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-                     help="sasl.enabled.mechanisms (default %(default)s)")
     sec.add_argument("--tls-cert", default=None, metavar="PEM", help="turn TLS on with this certificate chain")
     sec.add_argument("--tls-key", default=None, metavar="PEM", help="private key of --tls-cert")
     sec.add_argument("--tls-client-ca", default=None, metavar="PEM",
@@ -100,21 +125,23 @@ def _check_parser(sub) -> None:
 
 
 def config_from_args(args) -> ServerConfig:
-    host, port = parse_host_port(args.listen)
-    cfg = ServerConfig(listen_host=host, listen_port=port,
-                       data_dir=None if args.data_dir in (None, "none") else args.data_dir,
+    """The ServerConfig of `kcoord serve`'s arguments; logs the config keys it ignores.
+    Raises broker_config.ConfigError for a bad value and OSError for an unreadable --config-file."""
+    file_props = broker_config.load_properties(args.config_file) if args.config_file else {}
+    flags = {}
+    for entry in broker_config.TABLE:
+        value = getattr(args, _dest(entry.flag), None) if entry.flag else None
+        if value is not None:
+            flags[entry.name] = entry.to_string(value)
+    resolved = broker_config.resolve(file_props, dict(args.config), flags)
+    cfg = ServerConfig(data_dir=None if args.data_dir in (None, "none") else args.data_dir,
                        fsync=args.fsync, fsync_interval_ms=args.fsync_interval_ms,
-                       auto_create_topics=args.auto_create_topics,
-                       default_partitions=args.default_partitions,
-                       initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-                       max_connections=args.max_connections, max_connections_per_ip=args.max_connections_per_ip,
-                       connections_max_idle_ms=args.connections_max_idle_ms,
-                       max_frame_bytes=args.socket_request_max_bytes,
                        max_buffered_request_bytes=args.max_buffered_request_bytes,
-                       group_max_size=args.group_max_size, sasl_users_file=args.sasl_users,
-                       sasl_mechanisms=tuple(m.strip() for m in args.sasl_mechanisms.split(",") if m.strip()),
-                       tls_cert_file=args.tls_cert, tls_key_file=args.tls_key,
+                       sasl_users_file=args.sasl_users, tls_cert_file=args.tls_cert, tls_key_file=args.tls_key,
                        tls_client_ca_file=args.tls_client_ca, group_acls_file=args.group_acls)
+    broker_config.apply(cfg, resolved)
+    broker_config.check_consistency(cfg)
+    broker_config.log_warnings(resolved)
     cfg.journal = args.journal
     cfg.journal_max_bytes = args.journal_max_bytes
     if args.http:
@@ -124,9 +151,11 @@ def config_from_args(args) -> ServerConfig:
 
         cfg.fault_rules.extend(load_rules_file(args.faults))
     cfg.fault_rules.extend(args.fault)
-    if args.advertised:
-        cfg.advertised_host, cfg.advertised_port = parse_host_port(args.advertised)
     return cfg
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
 
 
 async def _serve(cfg: ServerConfig) -> int:
@@ -156,10 +185,19 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if args.command == "serve":
         try:
+            cfg = config_from_args(args)
+        except broker_config.ConfigError as err:
+            print(f"kcoord: invalid config {err}", file=sys.stderr, flush=True)
+            return 2
+        except OSError as err:
+            print(f"kcoord: cannot read --config-file {args.config_file}: {err.strerror or err}",
+                  file=sys.stderr, flush=True)
+            return 2
+        try:
             import uvloop  # optional: faster event loop when installed
         except ImportError:
-            return asyncio.run(_serve(config_from_args(args)))
-        return uvloop.run(_serve(config_from_args(args)))
+            return asyncio.run(_serve(cfg))
+        return uvloop.run(_serve(cfg))
     if args.command == "report":
         from kcoord.analytics.job import run_report
 

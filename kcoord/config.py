@@ -1,4 +1,8 @@
-"""Server configuration, with Kafka's defaults where Kafka has one."""
+"""Server configuration, with Kafka's defaults where Kafka has one.
+
+Fields that are Kafka broker configs are listed, with their Kafka names, types and validators, in
+kcoord.broker_config.TABLE, which feeds the flags, `--config-file` and DescribeConfigs.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,6 +35,11 @@ class ServerConfig:
     max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
     offsets_topic_partitions: int = 50        # offsets.topic.num.partitions
     initial_rebalance_delay_ms: int = 3000    # group.initial.rebalance.delay.ms
+    group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+    group_max_session_timeout_ms: int = 1800000  # group.max.session.timeout.ms
+    offsets_retention_minutes: int = 10080    # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
+    offset_metadata_max_bytes: int = 4096     # offset.metadata.max.bytes
     # Limits (kcoord.limits), with Kafka's broker config names.
     max_connections: int = 2**31 - 1          # max.connections
     max_connections_per_ip: int = 2**31 - 1   # max.connections.per.ip
@@ -52,6 +61,9 @@ class ServerConfig:
     journal_max_bytes: int = 64 * 1024 * 1024
     # Fault rules active from start (kcoord.faults: dicts or `key=value,...` strings).
     fault_rules: list = field(default_factory=list)
+    # Kafka config name -> text, for the names given in --config-file, --config or a flag alias:
+    # DescribeConfigs reports these as STATIC_BROKER_CONFIG.
+    static_broker_configs: dict = field(default_factory=dict)
 
     @property
     def advertised(self) -> tuple[str, int]:

@@ -1,8 +1,9 @@
 """DescribeCluster (key 60, v0-1), DescribeConfigs (key 32, v1-4), InitProducerId (key 22, v0-5)."""
 import itertools
 
+from kcoord import broker_config
 from kcoord.api import handles
-from kcoord.log.configs import TOPIC_DEFAULTS, broker_configs, config_type
+from kcoord.log.configs import TOPIC_DEFAULTS, config_type
 from wire.errors import ErrorCode
 
 _NO_OPS = -(2**31)
@@ -45,12 +46,16 @@ async def describe_configs(ctx, req):
                 sources = {k: _DYNAMIC_TOPIC if k in topic.configs else _DEFAULT for k in values}
                 r["configs"] = _entries(values, sources, res.configuration_keys)
         elif res.resource_type == BROKER_RESOURCE:
-            if res.resource_name not in ("", str(ctx.broker.node_id)):
+            if res.resource_name == "":
+                # The cluster-wide default resource: Kafka lists only dynamic defaults there, and kcoord has none.
+                pass
+            elif res.resource_name != str(ctx.broker.node_id):
                 r["error_code"] = ErrorCode.INVALID_REQUEST
                 r["error_message"] = f"unexpected broker id {res.resource_name}"
             else:
-                values = broker_configs(ctx.broker.config)
-                r["configs"] = _entries(values, {k: _STATIC_BROKER for k in values}, res.configuration_keys)
+                r["configs"] = broker_config.describe(
+                    ctx.broker.config, res.configuration_keys, include_synonyms=req.get("include_synonyms", False),
+                    include_documentation=req.get("include_documentation", False))
         else:
             r["error_code"] = ErrorCode.INVALID_REQUEST
             r["error_message"] = f"resource type {res.resource_type} is not supported"

@@ -19,9 +19,15 @@ __all__ = [
 
 
 def build_coordinator(server_config, topics, timer: Timer | None = None) -> CoordinatorService:
-    config = CoordinatorConfig(initial_rebalance_delay_ms=server_config.initial_rebalance_delay_ms,
-                               offsets_topic_partitions=server_config.offsets_topic_partitions,
-                               max_group_size=getattr(server_config, "group_max_size", 2**31 - 1))
+    sc = server_config
+    config = CoordinatorConfig(initial_rebalance_delay_ms=sc.initial_rebalance_delay_ms,
+                               offsets_topic_partitions=sc.offsets_topic_partitions,
+                               max_group_size=sc.group_max_size,
+                               min_session_timeout_ms=sc.group_min_session_timeout_ms,
+                               max_session_timeout_ms=sc.group_max_session_timeout_ms,
+                               offsets_retention_ms=sc.offsets_retention_minutes * 60 * 1000,
+                               offsets_retention_check_interval_ms=sc.offsets_retention_check_interval_ms,
+                               offset_metadata_max_bytes=sc.offset_metadata_max_bytes)
     bus = EventBus()
     bus.subscribe(KafkaWordedLog())
     core = GroupCoordinator(timer or AsyncioTimer(), config, topics, bus)

@@ -1,4 +1,4 @@
-"""Topic and broker configuration values reported by DescribeConfigs/CreateTopics.
+"""Topic configuration values reported by DescribeConfigs/CreateTopics (broker ones: kcoord.broker_config).
 
 Values are Kafka's defaults; kcoord applies none of the retention or segment
 settings (the log lives in memory), it only reports them so admin tools work.
@@ -42,24 +42,3 @@ _TYPES = {
 def config_type(name: str) -> int:
     return _TYPES.get(name, _LONG)
 
-
-def broker_configs(config) -> dict[str, str]:
-    """What a client may ask the broker about, from kcoord's actual settings."""
-    return {
-        "auto.create.topics.enable": str(config.auto_create_topics).lower(),
-        "num.partitions": str(config.default_partitions),
-        "default.replication.factor": "1",
-        "offsets.topic.num.partitions": str(config.offsets_topic_partitions),
-        "offsets.topic.replication.factor": "1",
-        "group.initial.rebalance.delay.ms": str(config.initial_rebalance_delay_ms),
-        "group.min.session.timeout.ms": "6000",
-        "group.max.session.timeout.ms": "1800000",
-        "offsets.retention.minutes": "10080",
-        "offset.metadata.max.bytes": "4096",
-        "socket.request.max.bytes": str(config.max_frame_bytes),
-        "message.max.bytes": "1048588",
-        "broker.id": str(config.node_id),
-        "node.id": str(config.node_id),
-        "min.insync.replicas": "1",
-        "transaction.state.log.replication.factor": "1",
-    }

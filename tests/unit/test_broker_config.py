@@ -1,0 +1,255 @@
+"""kcoord.broker_config: the Java properties parser, the Kafka-named table, flags/file/--config precedence,
+and the DescribeConfigs entries built from it."""
+import dataclasses
+import logging
+
+import pytest
+
+from kcoord import broker_config as bc
+from kcoord.cli import build_parser, config_from_args
+from kcoord.config import ServerConfig
+from kcoord.coordinator import ManualTimer, build_coordinator
+from kcoord.log.topics import TopicStore
+
+# Kafka 4.x's ConfigDef defaults (GroupCoordinatorConfig, ServerLogConfigs, SocketServerConfigs,
+# BrokerSecurityConfigs, KRaftConfigs, ServerConfigs, LogConfig), written out here independently of the table.
+KAFKA_DEFAULTS = {
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.max.size": "2147483647",
+    "offsets.retention.minutes": "10080",
+    "offsets.retention.check.interval.ms": "600000",
+    "offset.metadata.max.bytes": "4096",
+    "offsets.topic.num.partitions": "50",
+    "num.partitions": "1",
+    "auto.create.topics.enable": "true",
+    "listeners": "PLAINTEXT://:9092",
+    "advertised.listeners": None,
+    "socket.request.max.bytes": "104857600",
+    "max.connections": "2147483647",
+    "max.connections.per.ip": "2147483647",
+    "connections.max.idle.ms": "600000",
+    "sasl.enabled.mechanisms": "GSSAPI",
+    "node.id": "-1",
+    "broker.id": "-1",
+    "broker.rack": None,
+    "message.max.bytes": "1048588",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+}
+# Where kcoord runs with something else, and must say why.
+KCOORD_DIFFERS = {"listeners", "sasl.enabled.mechanisms", "node.id", "broker.id",
+                  "offsets.topic.replication.factor", "transaction.state.log.replication.factor"}
+
+
+def serve_config(*argv) -> ServerConfig:
+    return config_from_args(build_parser().parse_args(["serve", *argv]))
+
+
+# --- properties parser -----------------------------------------------------------------------
+
+def test_properties_separators_comments_and_trimming():
+    text = ("# a comment\n"
+            "! another = comment\n"
+            "\n"
+            "a=1\n"
+            "b : 2\n"
+            "c 3\n"
+            "  d =  4  \n"
+            "e=\n"
+            "f\n"
+            "g=x=y:z\n"
+            "h:=5\n"
+            "\t i\t=\t6\n")
+    assert bc.parse_properties(text) == {"a": "1", "b": "2", "c": "3", "d": "4", "e": "", "f": "", "g": "x=y:z",
+                                         "h": "=5", "i": "6"}
+
+
+def test_properties_continuations_and_escapes():
+    text = ("listeners=PLAINTEXT://127.0.0.1:9092,\\\n"
+            "          CONTROLLER://127.0.0.1:9093\n"
+            "path=C:\\\\dir\\\\\n"          # an escaped backslash at the end does not continue the line
+            "next=1\n"
+            "# a comment ending in a backslash \\\n"
+            "after.comment=2\n"
+            "key\\=with\\:seps=v\n"
+            "uni=\\u0041\\tB\n"
+            "last=open\\\n")
+    assert bc.parse_properties(text) == {
+        "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+        "path": "C:\\dir\\", "next": "1", "after.comment": "2", "key=with:seps": "v", "uni": "A\tB",
+        "last": "open"}
+
+
+def test_properties_last_value_wins_and_crlf(tmp_path):
+    f = tmp_path / "server.properties"
+    f.write_bytes(b"a=1\r\na=2\r\nb=caf\xe9\r\n")
+    assert bc.load_properties(str(f)) == {"a": "2", "b": "caf\u00e9"}
+
+
+# --- the table -------------------------------------------------------------------------------
+
+def test_every_kafka_default_is_kafkas():
+    assert {c.name: c.kafka_default for c in bc.TABLE} == KAFKA_DEFAULTS
+
+
+def test_kcoord_differs_from_kafka_only_where_it_says_why():
+    differs = {c.name for c in bc.TABLE if c.default != c.kafka_default}
+    assert differs == KCOORD_DIFFERS
+    assert all(bc.BY_NAME[n].kcoord_default_reason for n in differs)
+
+
+def test_servconfig_defaults_are_the_table_defaults():
+    cfg = ServerConfig()
+    for c in bc.TABLE:
+        if c.field is not None and c.default is not None:
+            assert c.to_string(getattr(cfg, c.field)) == c.default, c.name
+    assert bc.describe(cfg)  # and every entry describes
+    assert all(e["config_source"] == bc.DEFAULT_CONFIG for e in bc.describe(cfg)), \
+        [e["name"] for e in bc.describe(cfg) if e["config_source"] != bc.DEFAULT_CONFIG]
+
+
+def test_every_entry_is_documented_and_typed():
+    for c in bc.TABLE:
+        assert c.doc and c.type in ("boolean", "string", "int", "short", "long", "list", "listeners")
+        if c.default is not None:
+            c.parse(c.default)
+
+
+@pytest.mark.parametrize("entry", [c for c in bc.TABLE if c.flag], ids=lambda c: c.name)
+def test_flag_alias_sets_the_same_field_as_the_kafka_name(entry):
+    sample = {"boolean": "false", "list": "PLAIN", "listeners": "127.0.0.1:9999", "string": "rack-a"}
+    text = sample.get(entry.type, "7")
+    if entry.type == "boolean":
+        by_flag = serve_config("--no-" + entry.flag[2:])
+    else:
+        by_flag = serve_config(entry.flag, text)
+    by_name = serve_config("--config", f"{entry.name}={text}")
+    assert dataclasses.asdict(by_flag) == dataclasses.asdict(by_name)
+    assert dataclasses.asdict(by_flag) != dataclasses.asdict(serve_config())
+
+
+def test_precedence_defaults_file_config_flags(tmp_path):
+    f = tmp_path / "server.properties"
+    f.write_text("group.max.size=10\nnum.partitions=2\nmax.connections=30\n")
+    cfg = serve_config("--config-file", str(f), "--config", "num.partitions=3", "--config", "max.connections=40",
+                       "--max-connections", "50")
+    assert (cfg.group_max_size, cfg.default_partitions, cfg.max_connections) == (10, 3, 50)
+    assert cfg.offsets_topic_partitions == 50
+    assert cfg.static_broker_configs == {"group.max.size": "10", "num.partitions": "3", "max.connections": "50"}
+
+
+@pytest.mark.parametrize("pair, reason", [
+    ("group.min.session.timeout.ms=abc", "not an integer"),
+    ("group.max.size=0", "must be at least 1"),
+    ("group.initial.rebalance.delay.ms=-5", "must be at least 0"),
+    ("num.partitions=2147483648", "out of range"),
+    ("auto.create.topics.enable=yes", "not a boolean"),
+    ("offsets.retention.minutes=0", "must be at least 1"),
+    ("max.connections=-1", "must be at least 0"),
+    ("listeners=PLAINTEXT://host", "no port"),
+])
+def test_bad_values_name_key_value_and_reason(pair, reason):
+    with pytest.raises(bc.ConfigError) as err:
+        serve_config("--config", pair)
+    assert str(err.value).startswith(pair + ": ") and reason in str(err.value)
+
+
+def test_bad_flag_value_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["serve", "--initial-rebalance-delay-ms", "-5"])
+    assert exit_.value.code == 2
+    assert "group.initial.rebalance.delay.ms: must be at least 0" in capsys.readouterr().err
+
+
+def test_unsupported_sasl_mechanisms_are_dropped_and_refused_only_with_sasl_on(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING, logger="kcoord"):
+        assert serve_config("--config", "sasl.enabled.mechanisms=GSSAPI,PLAIN").sasl_mechanisms == ("PLAIN",)
+        assert serve_config("--config", "sasl.enabled.mechanisms=GSSAPI").sasl_mechanisms == ()
+    assert [r.getMessage() for r in caplog.records] == ["ignoring GSSAPI in sasl.enabled.mechanisms "
+                                                        "(not supported by kcoord)"] * 2
+    users = tmp_path / "users"
+    users.write_text("alice:secret\n")
+    with pytest.raises(bc.ConfigError, match="^sasl.enabled.mechanisms=GSSAPI: SASL is on"):
+        serve_config("--config", "sasl.enabled.mechanisms=GSSAPI", "--sasl-users", str(users))
+
+
+def test_kraft_listeners_pick_the_client_listener():
+    cfg = serve_config("--config", "listeners=PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093",
+                       "--config", "controller.listener.names=CONTROLLER",
+                       "--config", "advertised.listeners=PLAINTEXT://broker.example:9092")
+    assert (cfg.listen_host, cfg.listen_port) == ("127.0.0.1", 19092)
+    assert cfg.advertised == ("broker.example", 9092)
+    # The controller listener may come first.
+    cfg = serve_config("--config", "listeners=CONTROLLER://:9093,BROKER://:9092",
+                       "--config", "controller.listener.names=CONTROLLER")
+    assert (cfg.listen_host, cfg.listen_port) == ("0.0.0.0", 9092)
+    assert cfg.advertised == ("0.0.0.0", 9092)
+
+
+def test_listen_flag_overrides_listeners_from_the_file(tmp_path):
+    f = tmp_path / "server.properties"
+    f.write_text("listeners=PLAINTEXT://0.0.0.0:9092\n")
+    cfg = serve_config("--config-file", str(f), "--listen", "127.0.0.1:0")
+    assert (cfg.listen_host, cfg.listen_port) == ("127.0.0.1", 0)
+
+
+def test_node_id_and_broker_id():
+    assert serve_config("--config", "broker.id=3").node_id == 3
+    assert serve_config("--config", "node.id=4", "--config", "broker.id=4").node_id == 4
+    with pytest.raises(bc.ConfigError, match="must equal node.id"):
+        serve_config("--config", "node.id=4", "--config", "broker.id=5")
+
+
+def test_unknown_keys_warn_once_each(caplog):
+    with caplog.at_level(logging.WARNING, logger="kcoord"):
+        cfg = serve_config("--config", "process.roles=broker,controller", "--config", "log.dirs=/tmp/x",
+                           "--config", "offsets.topic.replication.factor=1", "--config", "num.partitions=2")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines.count("ignoring config process.roles (not modelled by kcoord)") == 1
+    assert lines.count("ignoring config offsets.topic.replication.factor (not modelled by kcoord)") == 1
+    assert sum("ignoring config log.dirs" in line and "--data-dir" in line for line in lines) == 1
+    assert len(lines) == 3 and cfg.default_partitions == 2 and cfg.data_dir is None
+
+
+def test_session_limits_and_offsets_reach_the_coordinator():
+    cfg = serve_config("--config", "group.min.session.timeout.ms=1000", "--config", "group.max.session.timeout.ms=5000",
+                       "--config", "offsets.retention.minutes=2", "--config", "offset.metadata.max.bytes=10",
+                       "--config", "offsets.retention.check.interval.ms=1234", "--group-max-size", "3")
+    core = build_coordinator(cfg, TopicStore(), ManualTimer()).core
+    c = core.config
+    assert (c.min_session_timeout_ms, c.max_session_timeout_ms, c.max_group_size) == (1000, 5000, 3)
+    assert (c.offsets_retention_ms, c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes) == \
+        (120000, 1234, 10)
+
+
+# --- DescribeConfigs -------------------------------------------------------------------------
+
+def test_describe_sources_synonyms_and_documentation():
+    cfg = serve_config("--config", "group.min.session.timeout.ms=1000", "--config", "num.partitions=1")
+    entries = {e["name"]: e for e in bc.describe(cfg, include_synonyms=True, include_documentation=True)}
+    e = entries["group.min.session.timeout.ms"]
+    assert (e["value"], e["config_source"], e["is_default"], e["read_only"]) == ("1000", bc.STATIC_BROKER_CONFIG,
+                                                                                  False, True)
+    assert e["synonyms"] == [{"name": e["name"], "value": "1000", "source": bc.STATIC_BROKER_CONFIG},
+                             {"name": e["name"], "value": "6000", "source": bc.DEFAULT_CONFIG}]
+    assert e["config_type"] == 3 and "session timeout" in e["documentation"]
+    # Given in the file with the default value: still static, as Kafka reports it.
+    assert entries["num.partitions"]["config_source"] == bc.STATIC_BROKER_CONFIG
+    d = entries["group.max.session.timeout.ms"]
+    assert (d["value"], d["config_source"], d["is_default"]) == ("1800000", bc.DEFAULT_CONFIG, True)
+    assert d["synonyms"] == [{"name": d["name"], "value": "1800000", "source": bc.DEFAULT_CONFIG}]
+    assert entries["max.connections"]["read_only"] is False  # dynamic in Kafka
+    assert entries["advertised.listeners"]["value"] is None and entries["advertised.listeners"]["synonyms"] == []
+
+
+def test_describe_filters_keys_and_omits_synonyms_unless_asked():
+    cfg = ServerConfig(group_min_session_timeout_ms=1000)  # set in code, as the pytest plugin does
+    entries = bc.describe(cfg, ["group.min.session.timeout.ms", "no.such.key", "num.partitions"])
+    assert [e["name"] for e in entries] == ["group.min.session.timeout.ms", "num.partitions"]
+    assert entries[0]["config_source"] == bc.STATIC_BROKER_CONFIG and entries[0]["synonyms"] == []
+    assert entries[0]["documentation"] is None
+    assert entries[1]["config_source"] == bc.DEFAULT_CONFIG
