@@ -1,6 +1,7 @@
-"""Run `kcoord check` against the peers installable here: kcoord, Tansu, librdkafka's mock cluster.
+"""Run `kcoord check` against the reference Kafka and the peers installable here: kcoord,
+Apache Kafka (kcoord.testing.reference_kafka), Tansu, librdkafka's mock cluster, franz-go's kfake.
 
-    .venv/bin/python bench/check_peers.py [--clients kafka-python,confluent] [--json]
+    .venv/bin/python bench/check_peers.py [--clients kafka-python,confluent] [--peers kcoord,kafka] [--json]
 
 Prints each peer's table (the README's comparison comes from this script).
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rebalance import kcoord_peer, tansu_peer  # noqa: E402
+from rebalance import kcoord_peer, kfake_peer, tansu_peer  # noqa: E402
 
 from kcoord.conformance import check  # noqa: E402
 
@@ -43,13 +44,23 @@ def librdkafka_mock_peer():
         proc.wait()
 
 
+@contextlib.contextmanager
+def reference_kafka_peer():
+    from kcoord.testing.reference_kafka import ReferenceKafka
+
+    # Kafka's own default initial delay, as kcoord_peer(3000) uses.
+    with ReferenceKafka(config={"group.initial.rebalance.delay.ms": "3000"}) as kafka:
+        yield kafka.bootstrap
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", default="kafka-python,aiokafka,confluent,java")
-    ap.add_argument("--peers", default="kcoord,tansu,librdkafka-mock")
+    ap.add_argument("--peers", default="kcoord,kafka,tansu,librdkafka-mock,kfake")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    peers = {"kcoord": lambda: kcoord_peer(3000), "tansu": tansu_peer, "librdkafka-mock": librdkafka_mock_peer}
+    peers = {"kcoord": lambda: kcoord_peer(3000), "kafka": reference_kafka_peer, "tansu": tansu_peer,
+             "librdkafka-mock": librdkafka_mock_peer, "kfake": kfake_peer}
     clients = [c for c in a.clients.split(",") if c and c != "none"]
     out = {}
     for name in a.peers.split(","):

@@ -63,10 +63,10 @@ def kcoord_peer(delay_ms: int):
 
 
 @contextlib.contextmanager
-def _local_process(command):
+def _local_process(command, stdin=None):
     """Runs `command(port)` on a free port; yields its address once it accepts connections."""
     port = _free_port()
-    proc = subprocess.Popen(command(port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(command(port), stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_port(port)
         yield f"127.0.0.1:{port}"
@@ -94,6 +94,32 @@ def tansu_peer():
     with _local_process(lambda port: [str(binary), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
                                       "--advertised-listener-url", f"tcp://127.0.0.1:{port}",
                                       "--storage-engine", "memory://tansu/", "--silent"]) as bootstrap:
+        yield bootstrap
+
+
+def _kfake_binary() -> Path:
+    """franz-go's kfake, built once from bench/peers/kfake through the Go module proxy."""
+    import hashlib
+    import shutil
+
+    source = Path(__file__).resolve().parent / "peers" / "kfake"
+    digest = hashlib.sha256(b"".join((source / f).read_bytes() for f in ("main.go", "go.mod", "go.sum"))).hexdigest()[:16]
+    binary = Path(os.environ.get("KCOORD_CACHE", Path.home() / ".cache" / "kcoord")) / f"kfake-{digest}" / "kfake"
+    if not binary.exists():
+        if shutil.which("go") is None:
+            raise RuntimeError("kfake needs Go (https://go.dev, or apt-get install golang) to build bench/peers/kfake")
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        built = subprocess.run(["go", "build", "-o", str(binary) + ".tmp", "."], cwd=source,
+                               capture_output=True, text=True)
+        if built.returncode:
+            raise RuntimeError(f"building kfake failed: {built.stderr.strip().splitlines()[-1:]}")
+        os.replace(str(binary) + ".tmp", binary)
+    return binary
+
+
+@contextlib.contextmanager
+def kfake_peer():
+    with _local_process(lambda port: [str(_kfake_binary()), "-port", str(port)], stdin=subprocess.PIPE) as bootstrap:
         yield bootstrap
 
 
