@@ -3,7 +3,7 @@
 The JSON report (`kcoord check --json`), stable across releases:
 
     {"bootstrap": "HOST:PORT", "passed": true|false,
-     "results": [{"scenario": str, "client": "raw"|"kafka-python"|"aiokafka"|"confluent"|"java",
+     "results": [{"scenario": str, "client": "raw"|"kafka-python"|"aiokafka"|"confluent"|"java"|"java4",
                   "status": "pass"|"fail"|"skip"|"error", "observed": str, "expected": str,
                   "seconds": float}]}
 """
@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 from kcoord.conformance import raw_scenarios
 from kcoord.conformance.rawclient import parse_bootstrap
 
-CLIENTS = ("kafka-python", "aiokafka", "confluent", "java")
+# "java" is kafka-clients 3.9.1, "java4" kafka-clients 4.3.1 (kcoord.conformance.javaclient).
+CLIENTS = ("kafka-python", "aiokafka", "confluent", "java", "java4")
 SCENARIO_TIMEOUT = 120.0
 
 
@@ -85,10 +86,10 @@ def client_missing(client: str) -> str | None:
     """Why `client` cannot run here (with how to install it), or None."""
     import importlib.util
 
-    if client == "java":
+    if client in ("java", "java4"):
         from kcoord.conformance import javaclient
         try:
-            javaclient.build_dir()
+            javaclient.build_dir(javaclient.CLIENT_VERSIONS[client])
         except Exception as err:
             return str(err)
         return None

@@ -1,13 +1,19 @@
-"""Locate Kafka's Java client, compile the test driver once, run it.
+"""Locate Kafka's Java client, compile the test driver once per client version, run it.
 
-The kafka-clients 3.9.1 jar comes from the PyPI package
-`shigawire-apache-flink-libraries` (in kcoord's test extras), next to lz4,
-snappy, zstd and slf4j-api; Java 17 comes from the machine.
+Two versions of kafka-clients, one driver source compiled against each:
+
+  3.9.1  (client name "java")  from the PyPI package `shigawire-apache-flink-libraries`
+         (in kcoord's test extras), next to lz4, snappy, zstd and slf4j-api;
+  4.3.1  (client name "java4") from the reference Kafka's Maven cache
+         (kcoord.testing.reference_kafka, fetched by `make install-test`).
+
+Java 17 comes from the machine.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +21,12 @@ from pathlib import Path
 
 SOURCE = Path(__file__).with_name("java") / "KcoordJavaClient.java"
 _JARS = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar", "slf4j-api.jar")
+DEFAULT_VERSION = "3.9.1"
+# Client names (kcoord check --clients, the test matrices) -> kafka-clients version.
+CLIENT_VERSIONS = {"java": DEFAULT_VERSION, "java4": "4.3.1"}
+VERSIONS = tuple(CLIENT_VERSIONS.values())
+# What the 4.x client needs from the reference Kafka's jars (the broker's stay out).
+_JARS4 = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-")
 
 
 class JavaClientUnavailable(RuntimeError):
@@ -35,35 +47,77 @@ def _lib_dir() -> Path:
     return lib
 
 
-def classpath() -> str:
-    lib = _lib_dir()
-    return ":".join(str(lib / j) for j in _JARS)
+def _lib_dir4(version: str) -> list[Path]:
+    from kcoord.testing import reference_kafka
+
+    try:
+        libs = reference_kafka.fetch(version)
+    except reference_kafka.ReferenceKafkaUnavailable as err:
+        raise JavaClientUnavailable(f"Kafka's Java client {version}: {err}") from None
+    jars = []
+    for prefix in _JARS4:
+        found = sorted(libs.glob(f"{prefix}[0-9]*.jar"))
+        if not found:
+            raise JavaClientUnavailable(f"{libs} lacks {prefix}*.jar: remove {libs.parent} and run "
+                                        f"`python -m kcoord.testing.reference_kafka fetch`")
+        jars.append(found[-1])
+    return jars
 
 
-def build_dir() -> Path:
+def _check_version(version: str) -> None:
+    if version not in VERSIONS:
+        raise JavaClientUnavailable(f"no Kafka Java client {version!r} here; known: {', '.join(VERSIONS)}")
+
+
+def classpath(version: str = DEFAULT_VERSION) -> str:
+    _check_version(version)
+    if version == DEFAULT_VERSION:
+        lib = _lib_dir()
+        return ":".join(str(lib / j) for j in _JARS)
+    return ":".join(str(j) for j in _lib_dir4(version))
+
+
+def build_dir(version: str = DEFAULT_VERSION) -> Path:
     for tool in ("java", "javac"):
         if shutil.which(tool) is None:
             raise JavaClientUnavailable(f"`{tool}` not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)")
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out = Path(sys.prefix) / "java-build" / digest
+    # One source, compiled against each client version (3.9.1 keeps its old directory name).
+    out = Path(sys.prefix) / "java-build" / (digest if version == DEFAULT_VERSION else f"{digest}-{version}")
     if not (out / "KcoordJavaClient.class").exists():
-        out.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["javac", "-nowarn", "-cp", classpath(), "-d", str(out), str(SOURCE)], check=True)
+        cp = classpath(version)
+        scratch = out.with_name(out.name + f".partial-{os.getpid()}")
+        scratch.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(scratch), str(SOURCE)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise JavaClientUnavailable(f"{SOURCE.name} does not compile against kafka-clients {version}:\n"
+                                        f"{proc.stderr[-3000:]}")
+        shutil.rmtree(out, ignore_errors=True)
+        scratch.rename(out)  # an interrupted build never looks complete
     return out
 
 
-def command(action: str, *args: str) -> list[str]:
-    return ["java", "-cp", f"{build_dir()}:{classpath()}", "KcoordJavaClient", action, *args]
+def command(action: str, *args: str, version: str = DEFAULT_VERSION) -> list[str]:
+    """The java command line of one driver action, on kafka-clients `version` (3.9.1 or 4.3.1)."""
+    return ["java", "-cp", f"{build_dir(version)}:{classpath(version)}", "KcoordJavaClient", action, *args]
 
 
-def run(action: str, *args: str, timeout: float = 120) -> list[dict]:
+def command_for(client: str, action: str, *args: str) -> list[str]:
+    """command() by client name: "java" (3.9.1) or "java4" (4.3.1)."""
+    return command(action, *args, version=CLIENT_VERSIONS[client])
+
+
+def run(action: str, *args: str, timeout: float = 120, version: str = DEFAULT_VERSION) -> list[dict]:
     """Run one action to completion; returns its JSON events."""
-    proc = subprocess.run(command(action, *args), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(command(action, *args, version=version), capture_output=True, text=True, timeout=timeout)
     if proc.returncode not in (0, 3):
-        raise RuntimeError(f"java client {action} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise RuntimeError(f"java client {version} {action} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
-def start(action: str, *args: str) -> subprocess.Popen:
+def start(action: str, *args: str, version: str = DEFAULT_VERSION) -> subprocess.Popen:
     """Start an action in the background (stdout: JSON lines)."""
-    return subprocess.Popen(command(action, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(command(action, *args, version=version), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)

@@ -26,12 +26,12 @@ class Member:
     def __init__(self, client: str, bootstrap: str, topic: str, group: str, *, instance_id: str | None = None,
                  session_ms: int = 6000, assignor: str = "range"):
         self.client, self.instance_id = client, instance_id
-        if client == "java":
+        if client in javaclient.CLIENT_VERSIONS:  # "java" (kafka-clients 3.9.1), "java4" (4.3.1)
             args = ["--bootstrap", bootstrap, "--topic", topic, "--group", group, "--count", "-1",
                     "--max-seconds", "600", "--session-ms", str(session_ms), "--assignor", assignor]
             if instance_id:
                 args += ["--instance-id", instance_id]
-            cmd = javaclient.command("consume", *args)
+            cmd = javaclient.command_for(client, "consume", *args)
         else:
             cmd = [sys.executable, "-m", "kcoord.conformance.member", "--client", client, "--bootstrap", bootstrap,
                    "--topic", topic, "--group", group, "--session-ms", str(session_ms), "--assignor", assignor]

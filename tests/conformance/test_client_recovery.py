@@ -14,7 +14,7 @@ import pytest
 from kcoord.conformance.members import Member
 
 FIND_COORDINATOR, JOIN_GROUP = 10, 11
-CLIENTS = ["kafka-python", "aiokafka", "confluent", "java"]
+CLIENTS = ["kafka-python", "aiokafka", "confluent", "java", "java4"]
 
 
 def _setup(server, name):

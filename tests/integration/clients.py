@@ -10,7 +10,8 @@ import time
 
 from kcoord.conformance import javaclient
 
-CLIENTS = ["kafka-python", "aiokafka", "confluent", "java"]
+# "java" runs kafka-clients 3.9.1, "java4" kafka-clients 4.3.1 (kcoord.conformance.javaclient).
+CLIENTS = ["kafka-python", "aiokafka", "confluent", "java", "java4"]
 
 
 def produce(client: str, bootstrap: str, topic: str, count: int) -> None:
@@ -44,7 +45,8 @@ def produce(client: str, bootstrap: str, topic: str, count: int) -> None:
             p.produce(topic, key=b"k%d" % i, value=b"v%d" % i)
         assert p.flush(30) == 0
     else:
-        javaclient.run("produce", "--bootstrap", bootstrap, "--topic", topic, "--count", str(count))
+        javaclient.run("produce", "--bootstrap", bootstrap, "--topic", topic, "--count", str(count),
+                       version=javaclient.CLIENT_VERSIONS[client])
 
 
 def consume(client: str, bootstrap: str, topic: str, group: str, count: int, commit: bool = True,
@@ -99,7 +101,8 @@ def consume(client: str, bootstrap: str, topic: str, group: str, count: int, com
     else:
         args = ["--bootstrap", bootstrap, "--topic", topic, "--group", group, "--count", str(count),
                 "--max-seconds", str(int(timeout))]
-        events = javaclient.run("consume", *args, *(["--commit"] if commit else []), timeout=timeout + 60)
+        events = javaclient.run("consume", *args, *(["--commit"] if commit else []), timeout=timeout + 60,
+                                version=javaclient.CLIENT_VERSIONS[client])
         for e in events:
             if e["event"] == "records":
                 got += [tuple(x) for x in e["offsets"]]

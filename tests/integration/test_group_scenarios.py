@@ -167,7 +167,7 @@ def test_duplicate_instance_id_fences_the_older_member(server, client):
             second.stop()
 
 
-@pytest.mark.parametrize("client", ["confluent", "java"])
+@pytest.mark.parametrize("client", ["confluent", "java", "java4"])
 def test_cooperative_sticky_revokes_only_moved_partitions(server, client):
     members = [Member(client, server.bootstrap, "scen", "coop", assignor="cooperative-sticky") for _ in range(2)]
     try:
