@@ -138,7 +138,9 @@ def _parse_listeners(name: str, text: str) -> tuple[Listener, ...]:
         elif not lname:
             raise ConfigError(name, text, f"listener {item!r} has no name")
         host, colon, port = address.rpartition(":")
-        if not colon:
+        if not colon and lname is None:
+            host, port = address, "9092"  # the flags always took a bare HOST for HOST:9092
+        elif not colon:
             raise ConfigError(name, text, f"listener {item!r} has no port")
         if host.startswith("[") and host.endswith("]"):
             host = host[1:-1]

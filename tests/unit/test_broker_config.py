@@ -197,6 +197,14 @@ def test_listen_flag_overrides_listeners_from_the_file(tmp_path):
     assert (cfg.listen_host, cfg.listen_port) == ("127.0.0.1", 0)
 
 
+def test_listen_flags_keep_their_host_port_form():
+    cfg = serve_config("--listen", "0.0.0.0:19092", "--advertised", "kcoord")
+    assert (cfg.listen_host, cfg.listen_port, cfg.advertised) == ("0.0.0.0", 19092, ("kcoord", 9092))
+    cfg = serve_config("--listen", "[::1]:9093")
+    assert (cfg.listen_host, cfg.listen_port) == ("::1", 9093)
+    assert bc.describe(cfg, ["listeners"])[0]["value"] == "PLAINTEXT://[::1]:9093"
+
+
 def test_node_id_and_broker_id():
     assert serve_config("--config", "broker.id=3").node_id == 3
     assert serve_config("--config", "node.id=4", "--config", "broker.id=4").node_id == 4
