@@ -202,3 +202,15 @@ def test_config_overrides_the_file_and_an_unknown_key_warns_once(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(10)
+
+
+@pytest.mark.kcoord(group_min_session_timeout_ms=1000)
+def test_the_fixture_marker_takes_the_session_limits(kcoord_server):
+    consumer = _join(kcoord_server.bootstrap, "billing")
+    try:
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200)
+        assert consumer.assignment()
+    finally:
+        consumer.close()
