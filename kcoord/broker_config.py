@@ -6,10 +6,11 @@ setting kcoord models is known by its Kafka name, type, default and validator
 aliases of these names. Keys kcoord does not model are accepted with a warning,
 since a real broker's file must load unchanged.
 
-    props = load_properties(path)                  # Java properties syntax
-    resolved = resolve([file_props, cli_props, flag_props])  # later layers win
-    apply(cfg, resolved)                           # sets ServerConfig fields
-    describe(cfg, keys, synonyms, documentation)   # DescribeConfigs entries
+    file_props = load_properties(path)                   # Java properties syntax
+    resolved = resolve(file_props, config_props, flag_props)  # later layers win; ConfigError if bad
+    apply(cfg, resolved)                                 # sets ServerConfig fields
+    log_warnings(resolved)                               # one line per ignored key
+    describe(cfg, keys, include_synonyms, include_documentation)  # DescribeConfigs entries
 """
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ from typing import Any, Callable
 log = logging.getLogger("kcoord")
 
 INT_MAX = 2**31 - 1
-LONG_MAX = 2**63 - 1
 # Kafka's ConfigEntry.ConfigType codes, as DescribeConfigs v3+ reports them.
 CONFIG_TYPE_CODES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
 # Kafka's ConfigSource codes.
