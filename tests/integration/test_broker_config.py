@@ -214,3 +214,61 @@ def test_the_fixture_marker_takes_the_session_limits(kcoord_server):
         assert consumer.assignment()
     finally:
         consumer.close()
+
+
+def test_the_same_file_runs_the_reference_kafka(tmp_path):
+    """The file the tests above give kcoord is a working Kafka config: the real broker starts
+    from it unchanged, and the same 3 s session joins there too."""
+    from kcoord.testing import reference_kafka as rk
+
+    java, libs = rk.require_java(), rk.fetch()
+    port, cport = _free_port(), _free_port()
+    props = tmp_path / "server.properties"
+    props.write_text(SERVER_PROPERTIES.format(node_id=1, port=port, cport=cport, log_dirs=tmp_path / "kraft-logs"))
+    cp = f"{libs}/*"
+    fmt = subprocess.run([java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", "kcoordTestCluster00000",
+                          "-c", str(props)], capture_output=True, text=True, timeout=120)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    with open(tmp_path / "kafka.out", "wb") as out:
+        kafka = subprocess.Popen([java, *rk.JVM_OPTS, "-cp", cp, "kafka.Kafka", str(props)], stdout=out,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+    consumer = None
+    try:
+        bootstrap = f"127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                consumer = _join(bootstrap, "kraft-file")
+                break
+            except KafkaError:
+                assert time.monotonic() < deadline, (tmp_path / "kafka.out").read_text()[-3000:]
+                time.sleep(1)
+        records = consumer.poll(timeout_ms=30000, max_records=1)
+        deadline = time.monotonic() + 60
+        while not records and time.monotonic() < deadline:
+            records = consumer.poll(timeout_ms=1000, max_records=1)
+        assert [r.value for rs in records.values() for r in rs] == [b"x"]
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            described = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")],
+                                               include_synonyms=True, config_filter="all")
+        finally:
+            admin.close()
+        # What the kcoord test above asserts of the same keys, read off the judge.
+        configs = described["broker"]["1"]
+        entry = configs["group.min.session.timeout.ms"]
+        assert (entry["value"], entry["config_source"], entry["read_only"]) == ("1000", "STATIC_BROKER_CONFIG", True)
+        assert [(s["value"], s["source"]) for s in entry["synonyms"]] == [("1000", "STATIC_BROKER_CONFIG"),
+                                                                          ("6000", "DEFAULT_CONFIG")]
+        assert (configs["group.initial.rebalance.delay.ms"]["value"], configs["node.id"]["value"]) == ("0", "1")
+        default = configs["group.max.session.timeout.ms"]
+        assert (default["value"], default["config_source"]) == ("1800000", "DEFAULT_CONFIG")
+    finally:
+        if consumer is not None:
+            consumer.close()
+        os.killpg(kafka.pid, signal.SIGTERM)
+        try:
+            kafka.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(kafka.pid, signal.SIGKILL)
+            kafka.wait()
