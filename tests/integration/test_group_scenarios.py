@@ -1,8 +1,10 @@
 """Rebalance scenarios with every stock client, each member a real process over real sockets."""
 import time
+import uuid
 
 import pytest
 
+from kcoord.testing.brokers import create_topic, wait_group
 from kcoord.testing.plugin import start_server
 from tests.integration.clients import CLIENTS
 from kcoord.conformance.members import Member, assignments
@@ -168,16 +170,24 @@ def test_duplicate_instance_id_fences_the_older_member(server, client):
 
 
 @pytest.mark.parametrize("client", ["confluent", "java", "java4"])
-def test_cooperative_sticky_revokes_only_moved_partitions(server, client):
-    members = [Member(client, server.bootstrap, "scen", "coop", assignor="cooperative-sticky") for _ in range(2)]
+def test_cooperative_sticky_revokes_only_moved_partitions(broker_any, client):
+    # On both brokers, seen only through the members and DescribeGroups.
+    b, suffix = broker_any.bootstrap, uuid.uuid4().hex[:8]
+    topic, group = f"coop-{suffix}", f"coop-{suffix}"
+    create_topic(b, topic, PARTITIONS)
+    members = [Member(client, b, topic, group, assignor="cooperative-sticky") for _ in range(2)]
     try:
-        _wait(server, "coop", state="Stable", members=2)
+        wait_group(b, group, state="Stable", members=2, timeout=90)
         for m in members:
             m.wait_event("assigned")
+        # Without an initial rebalance delay the second member may join after the first formed
+        # the group: then the partitions it gets come in a follow-up rebalance.
+        _eventually(lambda: set(_owned(members[0])) | set(_owned(members[1])) == set(range(PARTITIONS)),
+                    "the two members own every partition")
         marks = [len(m.events) for m in members]
         owned_before = [set(_owned(m)) for m in members]
         assert owned_before[0] | owned_before[1] == set(range(PARTITIONS))
-        third = Member(client, server.bootstrap, "scen", "coop", assignor="cooperative-sticky")
+        third = Member(client, b, topic, group, assignor="cooperative-sticky")
         members.append(third)
         # the third member's partitions arrive in the cooperative protocol's follow-up rebalance
         got = third.wait_for(lambda e: e["event"] == "assigned" and e["partitions"])
@@ -190,6 +200,14 @@ def test_cooperative_sticky_revokes_only_moved_partitions(server, client):
     finally:
         for m in members:
             m.stop()
+
+
+def _eventually(check, what: str, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        time.sleep(0.1)
 
 
 def _owned(member):
