@@ -19,7 +19,21 @@ $(STAMP): $(PY) pyproject.toml
 $(TSTAMP): $(STAMP) pyproject.toml
 	$(PIP) install -q -e '.[test]'
 	@$(MAKE) --no-print-directory docker-tools
+	@$(MAKE) --no-print-directory reference-kafka
 	touch $@
+
+# The reference Apache Kafka (broker, tools, Java client 4.x: ~55 MB of jars from Maven
+# Central into ~/.cache/kcoord/kafka-VERSION, once). Needs Java 17 and Maven; Maven is
+# installed with apt as root. Fails loudly: the suite cannot run without them.
+.PHONY: reference-kafka
+reference-kafka: $(STAMP)
+	@if ! command -v mvn >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing maven (mvn is missing; it fetches the reference Kafka)"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q maven; \
+		fi; \
+	fi
+	$(PY) -m kcoord.testing.reference_kafka fetch
 
 # The compose tests (tests/docker) need a docker engine + CLI, docker-compose and
 # debootstrap (a local base image: no registry is reachable). Installed with apt as root.
