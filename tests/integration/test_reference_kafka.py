@@ -167,7 +167,18 @@ def test_serve_prints_its_bootstrap_and_stops_on_sigterm(tmp_path):
     assert "Kafka Server started" in log and "shut down completed" in log
 
 
-def test_fetch_is_done_once_and_exposes_the_classpath():
+def test_an_interrupted_fetch_is_not_taken_for_complete(tmp_path, monkeypatch):
+    monkeypatch.setenv("KCOORD_KAFKA_CACHE", str(tmp_path))
+    home = tmp_path / f"kafka-{rk.KAFKA_VERSION}"
+    (home / "libs").mkdir(parents=True)
+    (home / "libs" / "half-a-jar.jar").write_bytes(b"PK")  # what a killed mvn run leaves
+    libs = rk.fetch()
+    assert libs == home / "libs" and (home / rk.MARKER).exists()
+    names = {p.name for p in libs.glob("*.jar")}
+    assert "half-a-jar.jar" not in names and f"kafka-clients-{rk.KAFKA_VERSION}.jar" in names
+
+
+def test_fetch_lists_the_jars_and_exposes_the_classpath():
     proc = _module("fetch", timeout=60)
     assert proc.returncode == 0, proc.stderr
     libs = rk.fetch()
