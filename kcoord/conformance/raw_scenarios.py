@@ -101,10 +101,17 @@ class Member:
 
     async def join_once(self, version: int | None = None):
         v = self.broker.version(JOIN) if version is None else version
-        r = await self.conn.call(JOIN, v, {
-            "group_id": self.group, "session_timeout_ms": self.session_ms, "rebalance_timeout_ms": self.rebalance_ms,
-            "member_id": self.member_id, "group_instance_id": self.instance_id, "protocol_type": self.protocol_type,
-            "protocols": [{"name": n, "metadata": m} for n, m in self.protocols], "reason": None})
+        body = {"group_id": self.group, "session_timeout_ms": self.session_ms, "rebalance_timeout_ms": self.rebalance_ms,
+                "member_id": self.member_id, "group_instance_id": self.instance_id,
+                "protocol_type": self.protocol_type,
+                "protocols": [{"name": n, "metadata": m} for n, m in self.protocols], "reason": None}
+        for _ in range(150):
+            r = await self.conn.call(JOIN, v, body)
+            # A broker that has just started may still be loading the group's offsets partition
+            # although FindCoordinator already names it; clients retry this, so do we.
+            if r.error_code != E.COORDINATOR_LOAD_IN_PROGRESS:
+                break
+            await asyncio.sleep(0.2)
         self.last = r
         if r.member_id:
             self.member_id = r.member_id

@@ -342,8 +342,9 @@ class ReferenceKafka:
                                          + (f"\n{detail}" if detail else ""))
 
     def _wait_ready(self, deadline: float) -> None:
-        """Until Metadata answers and FindCoordinator finds a coordinator (the first one creates
-        __consumer_offsets; until it is loaded the answer is COORDINATOR_NOT_AVAILABLE)."""
+        """Until Metadata answers, FindCoordinator finds a coordinator (the first one creates
+        __consumer_offsets; until it is loaded the answer is COORDINATOR_NOT_AVAILABLE) and
+        that coordinator answers a group request."""
         from kcoord.protocol_client import Connection, ProtocolError
 
         last = "no answer yet"
@@ -361,8 +362,17 @@ class ReferenceKafka:
                         while time.monotonic() < deadline and self.proc.poll() is None:
                             found = conn.call(10, conn.version(10, 3), {"key": READY_GROUP, "key_type": 0})
                             if found.error_code == 0:
-                                return
-                            last = f"FindCoordinator error {found.error_code}"
+                                # FindCoordinator names the partition's leader before its
+                                # coordinator has loaded it; group requests answer
+                                # COORDINATOR_LOAD_IN_PROGRESS until then, which a test's first
+                                # JoinGroup must not see (kcoord never says it).
+                                described = conn.call(15, conn.version(15, 5), {"groups": [READY_GROUP]})
+                                code = described.groups[0].error_code
+                                if code == 0:
+                                    return
+                                last = f"DescribeGroups error {code}"
+                            else:
+                                last = f"FindCoordinator error {found.error_code}"
                             time.sleep(0.1)
                         continue
             except (OSError, ProtocolError) as err:
