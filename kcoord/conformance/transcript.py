@@ -212,6 +212,8 @@ class Normalised:
     other_apis: list[tuple[str, int]]
     members: dict[str, str] = field(default_factory=dict)
     names: dict[str, str] = field(default_factory=dict)
+    # Distinct FindCoordinator exchanges of the whole run, one-line JSON each.
+    discovery: list[str] = field(default_factory=list)
 
 
 def normalise(exchanges: list[dict], loose: bool = False) -> Normalised:
@@ -220,8 +222,14 @@ def normalise(exchanges: list[dict], loose: bool = False) -> Normalised:
     renamer = _Renamer(exchanges)
     by_conn: dict[int, list[dict]] = {}
     other: set[tuple[str, int]] = set()
+    discovery: set[str] = set()
     for ex in exchanges:
-        if ex.get("api_key") in GROUP_APIS:
+        if ex.get("api_key") == FIND_COORDINATOR:
+            # Which connection looks the coordinator up, and how often, is the client's
+            # timing (librdkafka asks on whichever broker connection is up first); what
+            # the broker answers is not.
+            discovery.add(json.dumps(_exchange(ex, renamer, loose), sort_keys=True))
+        elif ex.get("api_key") in GROUP_APIS:
             by_conn.setdefault(ex["conn"], []).append(ex)
         else:
             other.add((ex.get("api") or "undecodable", ex.get("version") if ex.get("version") is not None else -1))
@@ -243,7 +251,7 @@ def normalise(exchanges: list[dict], loose: bool = False) -> Normalised:
     for c in conns:
         counts[c.client_id] = counts.get(c.client_id, 0) + 1
         c.label = f"{c.client_id}#{counts[c.client_id]}"
-    return Normalised(conns, sorted(other), renamer.members, renamer.names)
+    return Normalised(conns, sorted(other), renamer.members, renamer.names, sorted(discovery))
 
 
 def _exchange(ex: dict, renamer: _Renamer, loose: bool) -> dict:
@@ -385,6 +393,10 @@ def _periodic(item) -> bool:
     return isinstance(item, dict) and item.get("api") == "periodic"
 
 
+def _failing(item: dict) -> dict:
+    return {**item, "distinct": [x for x in item["distinct"] if _errors(x)]}
+
+
 def _clean_periodic(item) -> bool:
     return isinstance(item, dict) and item.get("api") == "periodic" and not _errors(item["distinct"])
 
@@ -413,6 +425,11 @@ def compare_normalised(kafka: Normalised, kcoord: Normalised) -> Divergence | No
             a = k.items[i] if i < len(k.items) else "<end of connection>"
             b = c.items[j] if j < len(c.items) else "<end of connection>"
             d = _diff(a, b, "")
+            if d and _periodic(a) and _periodic(b):
+                # A successful heartbeat (or commit) before the one that hears of a rebalance
+                # only says the request came earlier than the rejoin that started it: compare
+                # what failed, and how.
+                d = _diff(_failing(a), _failing(b), "")
             if not d:
                 i, j = i + 1, j + 1
                 continue
@@ -426,9 +443,20 @@ def compare_normalised(kafka: Normalised, kcoord: Normalised) -> Divergence | No
                 continue
             path, va, vb = d
             return Divergence(label, i, path.lstrip(".") or "exchange", va, vb, _context(k, i), _context(c, j))
-    if kafka.other_apis != kcoord.other_apis:
-        only_k = sorted(set(kafka.other_apis) - set(kcoord.other_apis))
-        only_c = sorted(set(kcoord.other_apis) - set(kafka.other_apis))
+    if kafka.discovery != kcoord.discovery:
+        only_k = sorted(set(kafka.discovery) - set(kcoord.discovery))
+        only_c = sorted(set(kcoord.discovery) - set(kafka.discovery))
+        return Divergence("(all connections)", None, "FindCoordinator", only_k, only_c,
+                          [f"only here: {x}" for x in only_k], [f"only here: {x}" for x in only_c])
+    # An API used on one side only means the run ended before the client got to it (a
+    # scenario stops at the assignment, a fetch may or may not have started); an API both
+    # used at different versions is a negotiation that differs.
+    both = {api for api, _ in kafka.other_apis} & {api for api, _ in kcoord.other_apis}
+    k_versions = {x for x in kafka.other_apis if x[0] in both}
+    c_versions = {x for x in kcoord.other_apis if x[0] in both}
+    if k_versions != c_versions:
+        only_k = sorted(k_versions - c_versions)
+        only_c = sorted(c_versions - k_versions)
         return Divergence("(all connections)", None, "other_apis", only_k, only_c,
                           [f"only here: {only_k}"], [f"only here: {only_c}"])
     return None

@@ -67,9 +67,9 @@ def test_a_different_error_code_is_reported_with_its_path():
     result = transcript.compare(kafka, kcoord)
     assert result.verdict == "differs"
     d = result.divergence
-    assert (d.connection, d.index, d.path, d.kafka, d.kcoord) == ("kcoord-check#2", 0, "response.error_code", 0, 27)
+    assert (d.connection, d.index, d.path, d.kafka, d.kcoord) == ("kcoord-check#1", 0, "response.error_code", 0, 27)
     assert any(line.startswith(">0: JoinGroup v5 error_code=27") for line in d.kcoord_context)
-    assert "kcoord-check#2[0] response.error_code: kafka=0 kcoord=27" == d.summary()
+    assert "kcoord-check#1[0] response.error_code: kafka=0 kcoord=27" == d.summary()
 
 
 def test_a_different_generation_is_reported():
@@ -85,7 +85,21 @@ def test_a_heartbeat_error_inside_a_periodic_run_is_a_divergence():
     kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002", heartbeats=4)
     next(e for e in reversed(kcoord) if e["api_key"] == HEARTBEAT)["response"]["error_code"] = 27
     d = transcript.compare(kafka, kcoord).divergence
-    assert d is not None and d.path.startswith("distinct") and d.connection == "kcoord-check#2"
+    assert d is not None and d.path.startswith("distinct") and d.connection == "kcoord-check#1"
+
+
+def test_a_successful_heartbeat_before_the_rebalance_is_timing_not_a_divergence():
+    # The other member's heartbeat reached Kafka after the rejoin, and kcoord before it.
+    kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001", heartbeats=3, fetches=0)
+    kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002", heartbeats=4, fetches=0)
+    for run, hb in ((kafka, 0), (kcoord, 1)):
+        [e for e in run if e["api_key"] == HEARTBEAT][hb]["response"]["error_code"] = 27
+        del run[[i for i, e in enumerate(run) if e["api_key"] == HEARTBEAT][hb] + 1:]
+    assert transcript.compare(kafka, kcoord).verdict == "identical"
+    for e in kcoord:
+        if e["api_key"] == HEARTBEAT and e["response"]["error_code"] == 27:
+            e["response"]["error_code"] = 25
+    assert transcript.compare(kafka, kcoord).divergence is not None
 
 
 def test_a_consumer_assignment_is_decoded_and_compared():
@@ -101,6 +115,17 @@ def test_a_consumer_assignment_is_decoded_and_compared():
     d = result.divergence
     assert d.path.startswith("request.assignments") and '"partitions": [0, 1]' in d.kafka \
         and '"partitions": [0]' in d.kcoord
+
+
+def test_which_connection_finds_the_coordinator_is_timing_but_its_answer_is_not():
+    kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001")
+    kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002")
+    find = next(e for e in kcoord if e["api_key"] == FIND)
+    find["conn"] = 2  # asked on the member's own connection this time
+    assert transcript.compare(kafka, kcoord).verdict == "identical"
+    find["response"]["error_code"] = 15
+    d = transcript.compare(kafka, kcoord).divergence
+    assert d is not None and d.path == "FindCoordinator"
 
 
 def test_member_list_order_and_connection_order_do_not_matter():
