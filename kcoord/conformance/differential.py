@@ -163,6 +163,11 @@ def unexpected(results: list[DiffResult], delay_ms: int | None) -> list[str]:
     changed or vanished (so the list stays true)."""
     problems = []
     for r in results:
+        # The scenario's own verdict counts too: Kafka is the judge of its expectation.
+        for broker, status in (("the reference Kafka", r.kafka_status), ("kcoord", r.kcoord_status)):
+            if status.split(":", 1)[0] not in ("pass", "skip"):
+                problems.append(f"{r.scenario} [{r.client}] @{delay_ms}ms: the scenario's check says {status} "
+                                f"on {broker}")
         k = known(r.scenario, r.client, delay_ms)
         if k is None:
             if r.verdict in ("differs", "error"):

@@ -52,9 +52,11 @@ def wait_stable(thread, group, members=1):
 def kafka_python_group(bootstrap, group, **security):
     from kafka import KafkaConsumer
 
+    from kcoord.conformance.member import subscribe_kafka_python
+
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10000,
                              heartbeat_interval_ms=1000, **security)
-    consumer.subscribe(["sec-topic"])
+    subscribe_kafka_python(consumer, ["sec-topic"])
     deadline = time.monotonic() + 60
     while not consumer.assignment() and time.monotonic() < deadline:
         consumer.poll(timeout_ms=200)
