@@ -212,6 +212,14 @@ def _differential(broker_pair, scenarios, clients):
     results = differential.run_differential(kafka, kcoord, list(clients), scenarios)
     print(f"\n{differential.report_table([(delay, r) for r in results])}\n"
           f"wall time {time.monotonic() - start:.0f}s")
+    # A stock client's own timing (kafka-python rejoining once more as a follower, say) can
+    # make one run of a client scenario differ although both brokers answered alike: a client
+    # row that differs is run once more, and only a difference that repeats fails the test.
+    # Raw rows are never rerun: their requests are the scenario's, not a client's.
+    for i, r in enumerate(results):
+        if r.client != "raw" and differential.unexpected([r], delay):
+            print(f"rerunning {r.scenario} [{r.client}] once: {r.summary}")
+            results[i] = differential.run_differential(kafka, kcoord, [r.client], [r.scenario])[0]
     problems = differential.unexpected(results, delay)
     assert not problems, "\n\n".join(problems)
 
