@@ -184,14 +184,19 @@ def pytest_configure(config):
                                        "(e.g. data_dir=..., http_host='127.0.0.1')")
 
 
-@pytest.fixture
-def kcoord_server(request):
+def _kcoord_handle(request):
+    """A fresh server configured by the test's `kcoord` marker, stopped after the test."""
     marker = request.node.get_closest_marker("kcoord")
     thread = start_server(**(marker.kwargs if marker else {}))
     try:
         yield KcoordHandle(thread)
     finally:
         thread.stop()
+
+
+@pytest.fixture
+def kcoord_server(request):
+    yield from _kcoord_handle(request)
 
 
 @pytest.fixture
@@ -240,9 +245,4 @@ def broker_any(request):
 
         yield KafkaHandle(request.getfixturevalue("reference_kafka"))
         return
-    marker = request.node.get_closest_marker("kcoord")
-    thread = start_server(**(marker.kwargs if marker else {}))
-    try:
-        yield KcoordHandle(thread)
-    finally:
-        thread.stop()
+    yield from _kcoord_handle(request)
