@@ -1,8 +1,8 @@
 """The coordinator on the event loop: per-group serialisation, async calls, waiting on state.
 
-Each group gets one asyncio task reading a queue of work (kfake's one-actor-per-
-group model): requests for a group run one after another, groups run side by
-side, and no global lock exists. Timers fire on the loop and touch only the
+Each group with work queued gets one asyncio task draining its queue (kfake's
+one-actor-per-group model), which ends once the queue is empty: requests for a
+group run one after another, groups run side by side, and no global lock exists. Timers fire on the loop and touch only the
 synchronous core, which the actor model keeps consistent because the core never
 awaits. Handlers await the futures returned here.
 """
@@ -15,13 +15,25 @@ from kcoord.coordinator.coordinator import GroupCoordinator, JoinResult, SyncRes
 
 
 class _GroupActor:
-    def __init__(self, group_id: str):
+    """Runs a group's queued work in order, then ends: an actor lives only while its group has
+    work queued, so a request naming a group id nobody uses (Spark makes one per query) leaves
+    no task behind. `actors` is the service's registry, which the actor leaves when idle."""
+
+    def __init__(self, group_id: str, actors: dict):
+        self.group_id, self.actors = group_id, actors
         self.queue: asyncio.Queue = asyncio.Queue()
         self.task = asyncio.get_running_loop().create_task(self._run(), name=f"group-{group_id}")
 
     async def _run(self):
         while True:
-            fn, fut = await self.queue.get()
+            try:
+                fn, fut = self.queue.get_nowait()
+            except asyncio.QueueEmpty:
+                # Nothing can be queued between this check and leaving the registry: both
+                # happen without yielding to the loop, and run() queues without yielding.
+                if self.actors.get(self.group_id) is self:
+                    del self.actors[self.group_id]
+                return
             try:
                 result = fn()
                 if asyncio.iscoroutine(result):
@@ -45,9 +57,9 @@ class CoordinatorService:
     async def run(self, group_id: str, fn: Callable[[], Any]) -> Any:
         actor = self._actors.get(group_id)
         if actor is None:
-            actor = self._actors[group_id] = _GroupActor(group_id)
+            actor = self._actors[group_id] = _GroupActor(group_id, self._actors)
         fut = asyncio.get_running_loop().create_future()
-        await actor.queue.put((fn, fut))
+        actor.queue.put_nowait((fn, fut))
         return await fut
 
     async def _parked(self, group_id: str, call: Callable[[Callable], None]):
@@ -133,9 +145,10 @@ class CoordinatorService:
         return self.core.describe_group(group_id)
 
     async def close(self) -> None:
-        for actor in self._actors.values():
+        actors = list(self._actors.values())
+        for actor in actors:
             actor.task.cancel()
-        await asyncio.gather(*(a.task for a in self._actors.values()), return_exceptions=True)
+        await asyncio.gather(*(a.task for a in actors), return_exceptions=True)
         cancel_all = getattr(self.core.timer, "cancel_all", None)
         if cancel_all:
             cancel_all()
