@@ -147,11 +147,34 @@ def config_from_args(args) -> ServerConfig:
     if args.http:
         cfg.http_host, cfg.http_port = parse_host_port(args.http, default_port=8080)
     if args.faults:
-        from kcoord.faults import load_rules_file
+        from kcoord.faults import FaultRuleError, load_rules_file
 
-        cfg.fault_rules.extend(load_rules_file(args.faults))
+        try:
+            cfg.fault_rules.extend(load_rules_file(args.faults))
+        except (ValueError, FaultRuleError) as err:  # json's errors are ValueErrors
+            raise BadInput(f"invalid --faults {args.faults}: {err}") from None
     cfg.fault_rules.extend(args.fault)
     return cfg
+
+
+class BadInput(Exception):
+    """A command-line input kcoord cannot use; its text is the one line to print."""
+
+
+# Flags naming files kcoord reads at start: an unreadable one is named in one line.
+_FILE_FLAGS = ("config_file", "faults", "sasl_users", "tls_cert", "tls_key", "tls_client_ca", "group_acls")
+
+
+def _check_files(args) -> None:
+    for dest in _FILE_FLAGS:
+        path = getattr(args, dest, None)
+        if path is None:
+            continue
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as err:
+            raise BadInput(f"cannot read --{dest.replace('_', '-')} {path}: {err.strerror or err}") from None
 
 
 def _dest(flag: str) -> str:
@@ -185,13 +208,13 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if args.command == "serve":
         try:
+            _check_files(args)
             cfg = config_from_args(args)
         except broker_config.ConfigError as err:
             print(f"kcoord: invalid config {err}", file=sys.stderr, flush=True)
             return 2
-        except OSError as err:
-            print(f"kcoord: cannot read --config-file {args.config_file}: {err.strerror or err}",
-                  file=sys.stderr, flush=True)
+        except BadInput as err:
+            print(f"kcoord: {err}", file=sys.stderr, flush=True)
             return 2
         try:
             import uvloop  # optional: faster event loop when installed
@@ -211,9 +234,15 @@ def main(argv: list[str] | None = None) -> int:
         clients = [] if args.clients in ("", "none") else [c.strip() for c in args.clients.split(",")]
         unknown = set(clients) - set(check.CLIENTS)
         if unknown:
-            print(f"unknown clients {sorted(unknown)}; known: {', '.join(check.CLIENTS)}", file=sys.stderr)
-            return args.run(args)
+            print(f"kcoord check: unknown --clients {','.join(sorted(unknown))}; known: "
+                  f"{', '.join(check.CLIENTS)} or none", file=sys.stderr)
+            return 2
         scenarios = None if not args.scenarios else [s.strip() for s in args.scenarios.split(",")]
+        unknown = set(scenarios or ()) - set(check.all_scenarios())
+        if unknown:
+            print(f"kcoord check: unknown --scenarios {','.join(sorted(unknown))} (kcoord check --list names them)",
+                  file=sys.stderr)
+            return 2
         results = check.run_check(args.bootstrap, clients, scenarios)
         print(check.report_json(args.bootstrap, results) if args.json else check.report_table(results))
         return 0 if check.passed(results) else 1
