@@ -1,7 +1,8 @@
 """Timing parity: the same group scenarios on the reference Apache Kafka and on kcoord, side by side.
 
     .venv/bin/python bench/timing_parity.py [--clients kafka-python,aiokafka,confluent,java]
-                                            [--members 1,4,16] [--delays 0,3000] [--repeat 3] [--json]
+                                            [--members 1,4,16] [--delays 0,3000] [--repeat 3]
+                                            [--only 'join 16,crash'] [--json]
 
 Both brokers run in this process's run, with the same broker configs (`--config` keys,
 Kafka names): group.initial.rebalance.delay.ms as given, group.min.session.timeout.ms=1000.
@@ -151,8 +152,10 @@ def main() -> None:
     ap.add_argument("--members", default="1,4,16")
     ap.add_argument("--delays", default="0,3000")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default=None, help="comma-separated scenarios to run, e.g. 'join 16,crash'")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    only = [o.strip() for o in a.only.split(",")] if a.only else None
     clients = [c for c in a.clients.split(",") if c]
     sizes = [int(n) for n in a.members.split(",") if n]
     rows = []
@@ -162,6 +165,8 @@ def main() -> None:
         # drift of the machine's load falls on both alike.
         with kafka_broker(config) as kafka, kcoord_broker(config) as kcoord:
             for what, client, fn in measurements(clients, sizes):
+                if only and not any(what.startswith(o) for o in only):
+                    continue
                 runs = {"kafka": [], "kcoord": []}
                 for _ in range(a.repeat):
                     for name, bootstrap in (("kafka", kafka), ("kcoord", kcoord)):
