@@ -161,8 +161,10 @@ class DurableState:
             return
         try:
             self._record(event)
-        except OSError as err:
-            self.failure = f"writing {self.log.path} failed: {err}"
+        except Exception as err:
+            # Any failure, not only the disk's: a bug in encoding a record must not let a
+            # commit be acknowledged that was never saved.
+            self.failure = f"writing {self.log.path} failed: {type(err).__name__}: {err}"
             log.error("%s; the coordinator answers COORDINATOR_NOT_AVAILABLE until a restart "
                       "reloads the data dir", self.failure)
             self.core.set_unavailable(ErrorCode.COORDINATOR_NOT_AVAILABLE)

@@ -179,6 +179,31 @@ def _healthz(http_port):
         return err.code, err.read().decode()
 
 
+def test_a_failure_of_any_kind_while_recording_is_never_acknowledged(tmp_path):
+    """Not only the disk's errors: a bug while encoding or appending a record (here a
+    ValueError injected into the log) must not let the commit be acknowledged."""
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        raw.call(3, 9, {"topics": [{"name": "t"}], "allow_auto_topic_creation": True})
+        assert _commit(raw, "g", {("t", 0): 5}).topics[0].partitions[0].error_code == 0
+
+        def broken_append(payload):
+            raise ValueError("injected: a record that cannot be encoded")
+        server.app.storage.log.append = broken_append
+        answer = _commit(raw, "g", {("t", 0): 9}).topics[0].partitions[0].error_code
+        assert answer == 15  # COORDINATOR_NOT_AVAILABLE, not NONE
+        assert "ValueError" in server.app.storage.failure
+        assert server.app.coordinator.core.offsets.get("g", "t", 0).offset == 5  # the change is undone
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        assert _fetch(Raw(server.bootstrap), "g") == {("t", 0): 5}
+    finally:
+        server.stop()
+
+
 def test_a_failed_disk_write_is_never_acknowledged(tmp_path):
     port, http_port = _free_port(), _free_port()
     limit = 16 * 1024
