@@ -191,8 +191,10 @@ class RecordingProxy:
             self._tasks.discard(task)
             return
         pending: dict[int, _Pending] = {}
-        up = asyncio.ensure_future(self._requests(conn, c_reader, u_writer, pending))
-        down = asyncio.ensure_future(self._responses(conn, u_reader, c_writer, pending))
+        up = asyncio.ensure_future(self._pump(conn, "client", c_reader, u_writer,
+                                              lambda payload: self._note_request(conn, payload, pending)))
+        down = asyncio.ensure_future(self._pump(conn, "upstream", u_reader, c_writer,
+                                                lambda payload: self._note_response(conn, payload, pending)))
         try:
             await asyncio.wait([up, down], return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -208,20 +210,22 @@ class RecordingProxy:
                 w.close()
             self._tasks.discard(task)
 
-    async def _requests(self, conn, reader, writer, pending) -> None:
+    async def _pump(self, conn, side: str, reader, writer, note) -> None:
+        """Forward frames from `side` until it closes; `note` records each one and returns
+        the bytes to send on (the frame itself, or a response with rewritten addresses)."""
         while True:
             try:
                 payload = await read_frame(reader)
             except FrameError as err:
-                log.info("connection %d: client frame error: %s", conn, err)
+                log.info("connection %d: %s frame error: %s", conn, side, err)
                 return
             if payload is None:
                 return
-            self._note_request(conn, payload, pending)
-            writer.write(encode_frame(payload))
+            writer.write(encode_frame(note(payload)))
             await writer.drain()
 
-    def _note_request(self, conn, payload: bytes, pending) -> None:
+    def _note_request(self, conn, payload: bytes, pending) -> bytes:
+        """Records a request; it goes upstream unchanged."""
         seq, t_ms = next(self._seq), self._now_ms()
         try:
             req = codec.decode_request(payload)
@@ -235,27 +239,16 @@ class RecordingProxy:
             except Exception:
                 self._emit(conn, _Pending(seq, t_ms, None, None, None, None,
                                           f"{type(err).__name__}: {err}", len(payload)), None)
-                return
+                return payload
         else:
             entry = _Pending(seq, t_ms, req.api_key, req.api_version, req.client_id, req.body, None, len(payload))
             corr = req.correlation_id
             if req.api_key == PRODUCE and req.body.get("acks") == 0:
                 self._emit(conn, entry, None, corr=corr, no_response=True)
-                return
+                return payload
         if len(pending) < MAX_IN_FLIGHT:
             pending[corr] = entry
-
-    async def _responses(self, conn, reader, writer, pending) -> None:
-        while True:
-            try:
-                payload = await read_frame(reader)
-            except FrameError as err:
-                log.info("connection %d: upstream frame error: %s", conn, err)
-                return
-            if payload is None:
-                return
-            writer.write(encode_frame(self._note_response(conn, payload, pending)))
-            await writer.drain()
+        return payload
 
     def _note_response(self, conn, payload: bytes, pending) -> bytes:
         corr = struct.unpack_from(">i", payload)[0] if len(payload) >= 4 else None
