@@ -1,4 +1,4 @@
-# kcoord as a container: `docker build -t kcoord .` (see "docker compose" in README.md).
+# kcoord as a container: `docker build -t kcoord .` (see docs/compose.md).
 # The base is an argument so the image builds without a registry: any Debian-like
 # image with python3 (>= 3.11) and its venv module will do.
 ARG BASE=python:3.12-slim

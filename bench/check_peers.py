@@ -3,7 +3,7 @@ Apache Kafka (kcoord.testing.reference_kafka), Tansu, librdkafka's mock cluster,
 
     .venv/bin/python bench/check_peers.py [--clients kafka-python,confluent] [--peers kcoord,kafka] [--json]
 
-Prints each peer's table (the README's comparison comes from this script).
+Prints each peer's table (the comparison in bench/RESULTS.md comes from this script).
 """
 from __future__ import annotations
 

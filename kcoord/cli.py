@@ -58,7 +58,7 @@ def _serve_parser(sub) -> None:
                    help="directory for durable state, or 'none' for in-memory only (default %(default)s)")
     p.add_argument("--fsync", choices=("always", "interval", "never"), default="interval",
                    help="when state writes are fsynced: after each write, every --fsync-interval-ms, or never "
-                        "(default %(default)s; a killed process loses nothing either way, see README)")
+                        "(default %(default)s; a killed process loses nothing either way, see docs/operations.md)")
     p.add_argument("--fsync-interval-ms", type=_at_least(1), default=100, help="(default %(default)s)")
     p.add_argument("--http", default=None, metavar="HOST:PORT",
                    help="serve the HTTP admin endpoint (/healthz, ...) on HOST:PORT (default: off)")
@@ -68,7 +68,7 @@ def _serve_parser(sub) -> None:
     p.add_argument("--journal-max-bytes", type=_at_least(1), default=64 * 1024 * 1024,
                    help="rotate the journal at this size (default %(default)s)")
     p.add_argument("--faults", default=None, metavar="FILE",
-                   help="fault rules active from start: a JSON or YAML list (see README, Fault injection)")
+                   help="fault rules active from start: a JSON or YAML list (see docs/faults.md)")
     p.add_argument("--fault", action="append", default=[], metavar="RULE",
                    help="one fault rule, e.g. api=Heartbeat,error=NOT_COORDINATOR,times=3 (repeatable)")
     _kafka_flags(p)
@@ -120,7 +120,8 @@ def _check_parser(sub) -> None:
                    help="comma-separated stock clients for the client scenarios, or 'none' (default %(default)s)")
     p.add_argument("--scenarios", default=None, help="comma-separated scenario names (default: all)")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    p.add_argument("--json", action="store_true", help="print the JSON report (see README) instead of a table")
+    p.add_argument("--json", action="store_true",
+                   help="print the JSON report (see docs/conformance.md) instead of a table")
     p.add_argument("--log-level", default="WARNING")
 
 

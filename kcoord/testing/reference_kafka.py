@@ -40,7 +40,7 @@ MARKER = ".fetched"
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
 # Kafka's own start script uses G1 with a 1 GiB heap; a test broker holds little, and
-# the C1-only JIT and serial GC start it faster (bench: see README "The reference Kafka").
+# the C1-only JIT and serial GC start it faster (bench: see docs/conformance.md, "The reference Kafka").
 JVM_OPTS = ("-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
             "-Djava.awt.headless=true")
 READY_GROUP = "kcoord-reference-kafka-ready"

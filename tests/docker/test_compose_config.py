@@ -1,4 +1,4 @@
-"""compose.yaml and the test override are valid and say what README promises (fast: no engine)."""
+"""compose.yaml and the test override are valid and say what docs/compose.md promises (fast: no engine)."""
 import os
 import subprocess
 from pathlib import Path

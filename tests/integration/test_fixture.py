@@ -1,4 +1,4 @@
-"""The `kcoord_server` fixture, used exactly as README shows (it reaches this suite as any
+"""The `kcoord_server` fixture, used exactly as README and docs/faults.md show (it reaches this suite as any
 user's: through the pytest11 entry point of the installed package)."""
 from kafka import KafkaConsumer, KafkaProducer
 
