@@ -11,6 +11,8 @@ from kcoord import admin_routes
 from kcoord.admin_http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
+from kcoord.coordinator import build_coordinator
+from kcoord.journal import Journal, journal_path
 from kcoord.metrics import Metrics
 from kcoord.fault_routes import install_faults
 from kcoord.security.setup import security_options
@@ -21,12 +23,11 @@ class Kcoord:
     def __init__(self, config: ServerConfig | None = None, clock=None):
         self.config = config or ServerConfig()
         self.broker = Broker(self.config)
-        self.coordinator = _make_coordinator(self.config, self.broker, clock)
+        self.coordinator = build_coordinator(self.config, self.broker.topics, clock)
         self.broker.coordinator = self.coordinator
         # The latest coordinator events, for tests and (later) the admin endpoint.
         self.recorded_events: collections.deque = collections.deque(maxlen=10000)
-        if self.coordinator is not None:
-            self.coordinator.core.bus.subscribe(self.recorded_events.append)
+        self.coordinator.core.bus.subscribe(self.recorded_events.append)
         self.journal = _open_journal(self.config, self.coordinator)
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
                                   self.config.max_frame_bytes, **security_options(self.config))
@@ -34,16 +35,16 @@ class Kcoord:
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)
                      if self.config.http_host is not None else None)
-        self.metrics = Metrics(self.coordinator.core if self.coordinator is not None else None)
+        self.metrics = Metrics(self.coordinator.core)
         self.server.metrics = self.metrics
         if self.http is not None:
             self.http.health_checks.append(lambda: self.storage.failure if self.storage is not None else None)
-        if self.http is not None and self.coordinator is not None:
+        if self.http is not None:
             admin_routes.install(self)
         self.faults = install_faults(self)
 
     async def start(self) -> tuple[str, int]:
-        if self.config.data_dir is not None and self.coordinator is not None:
+        if self.config.data_dir is not None:
             from kcoord.storage import DurableState
 
             # Loaded on the loop: restored members' session timers are loop timers.
@@ -69,27 +70,16 @@ class Kcoord:
         if self.http is not None:
             await self.http.close()
         await self.server.close()
-        if self.coordinator is not None and hasattr(self.coordinator, "close"):
-            await self.coordinator.close()
+        await self.coordinator.close()
         if self.storage is not None:
             await self.storage.close()
         if self.journal is not None:
             self.journal.close()
 
 
-def _make_coordinator(config: ServerConfig, broker: Broker, clock):
-    try:
-        from kcoord.coordinator import build_coordinator
-    except ImportError:
-        return None
-    return build_coordinator(config, broker.topics, clock)
-
-
 def _open_journal(config: ServerConfig, coordinator):
-    from kcoord.journal import Journal, journal_path
-
     path = journal_path(config.journal, config.data_dir)
-    if path is None or coordinator is None:
+    if path is None:
         return None
     journal = Journal(path, max_bytes=config.journal_max_bytes)
     coordinator.core.bus.subscribe(journal)

@@ -272,12 +272,10 @@ class FaultInjector:
 
     # ------------------------------------------------------------ actions at once
     async def expire_member(self, group_id: str, member_id: str) -> bool:
-        core = self.coordinator.core
-        return await self.coordinator.run(group_id, lambda: core.expire_member_now(group_id, member_id))
+        return self.coordinator.core.expire_member_now(group_id, member_id)
 
     async def force_rebalance(self, group_id: str) -> bool:
-        core = self.coordinator.core
-        return await self.coordinator.run(group_id, lambda: core.force_rebalance(group_id, "forced by fault rule"))
+        return self.coordinator.core.force_rebalance(group_id, "forced by fault rule")
 
     # ------------------------------------------------------------ the server hook
     async def around(self, req, handle: Callable[[], Awaitable[bytes | None]],

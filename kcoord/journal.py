@@ -10,7 +10,7 @@ import os
 import threading
 from pathlib import Path
 
-from kcoord.coordinator import events as E
+from kcoord.coordinator.events import EventKind, GroupEvent
 
 JOURNAL_NAME = "events.jsonl"
 
@@ -37,15 +37,15 @@ class Journal:
         # group -> [interval start ms, commit requests, offsets committed]
         self._commits: dict[str, list[int]] = {}
 
-    def __call__(self, event: E.GroupEvent) -> None:
+    def __call__(self, event: GroupEvent) -> None:
         with self._lock:
-            if event.kind == E.OFFSETS_COMMITTED:
+            if event.kind == EventKind.OFFSETS_COMMITTED:
                 self._count_commit(event)
                 return
             self._flush_commits(event.time_ms)
             self._write(_record(event))
 
-    def _count_commit(self, event: E.GroupEvent) -> None:
+    def _count_commit(self, event: GroupEvent) -> None:
         window = self._commits.get(event.group_id)
         if window is not None and event.time_ms - window[0] >= self.commit_interval_ms:
             self._write(self._commit_record(event.group_id, window))
@@ -92,8 +92,8 @@ class Journal:
             self._file.close()
 
 
-def _record(e: E.GroupEvent) -> dict:
-    record = {"kind": e.kind, "time_ms": e.time_ms, "group_id": e.group_id, "generation": e.generation,
+def _record(e: GroupEvent) -> dict:
+    record = {"kind": str(e.kind), "time_ms": e.time_ms, "group_id": e.group_id, "generation": e.generation,
               "state_before": e.state_before, "state_after": e.state_after, "member_id": e.member_id,
               "instance_id": e.instance_id, "client_id": e.client_id, "client_host": e.client_host,
               "reason": e.reason, "protocol": e.protocol, "members": e.members}

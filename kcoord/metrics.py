@@ -7,34 +7,11 @@ coordinator's events and from the request path.
 """
 from __future__ import annotations
 
-import re
-
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
-from kcoord.coordinator import events as E
+from kcoord.coordinator.events import EventKind, GroupEvent, RebalanceCause
 from kcoord.coordinator.state import GroupState
-
-# Free-text rebalance reasons become a few label values (member ids would explode
-# cardinality). Rules read the coordinator's own wording, never the client's reason.
-_REASON_CATEGORIES = [
-    ("static_replacement", re.compile(r"static member", re.I)),
-    ("leader_rejoin", re.compile(r"^leader .* re-joining", re.I)),
-    ("metadata_changed", re.compile(r"^Updating metadata", re.I)),
-    ("member_joined", re.compile(r"^Adding new member", re.I)),
-    ("member_failed", re.compile(r"heartbeat expiration|pending sync request expiration", re.I)),
-    ("member_left", re.compile(r"on LeaveGroup", re.I)),
-    ("coordinator_restart", re.compile(r"coordinator restart", re.I)),
-]
-
-
-def reason_category(reason: str | None) -> str:
-    own = (reason or "").split("; client reason:", 1)[0]
-    for name, pattern in _REASON_CATEGORIES:
-        if pattern.search(own):
-            return name
-    return "other"
-
 
 class _GroupCollector:
     def __init__(self, core):
@@ -56,7 +33,7 @@ class _GroupCollector:
 class Metrics:
     def __init__(self, core=None):
         self.registry = CollectorRegistry()
-        self.rebalances = Counter("kcoord_rebalances", "Rebalances started, by reason category",
+        self.rebalances = Counter("kcoord_rebalances", "Rebalances started, by cause",
                                   ["reason"], registry=self.registry)
         self.rebalance_seconds = Histogram(
             "kcoord_rebalance_duration_seconds", "From PreparingRebalance to Stable (or Empty)",
@@ -72,15 +49,16 @@ class Metrics:
             self.registry.register(_GroupCollector(core))
             core.bus.subscribe(self.on_event)
 
-    def on_event(self, e: E.GroupEvent) -> None:
-        if e.kind == E.REBALANCE_STARTED:
-            self.rebalances.labels(reason_category(e.reason)).inc()
+    def on_event(self, e: GroupEvent) -> None:
+        if e.kind is EventKind.REBALANCE_STARTED:
+            # The cause, not the free-text reason: member ids would explode label cardinality.
+            self.rebalances.labels(e.cause or RebalanceCause.OTHER).inc()
             self._rebalance_started.setdefault(e.group_id, e.time_ms)
-        elif e.kind in (E.STABLE, E.EMPTY, E.DEAD):
+        elif e.kind in (EventKind.STABLE, EventKind.EMPTY, EventKind.DEAD):
             started = self._rebalance_started.pop(e.group_id, None)
-            if started is not None and e.kind != E.DEAD:
+            if started is not None and e.kind is not EventKind.DEAD:
                 self.rebalance_seconds.observe(max(e.time_ms - started, 0) / 1000)
-        elif e.kind == E.OFFSETS_COMMITTED:
+        elif e.kind is EventKind.OFFSETS_COMMITTED:
             self.offset_commits.inc(e.details.get("count", 0))
 
     def observe_request(self, api: str, version: int, error: int, seconds: float) -> None:

@@ -3,15 +3,15 @@
 Translation only: every rule lives in kcoord.coordinator.
 """
 from kcoord.api import handles
-from kcoord.coordinator import LeaveMember
+from kcoord.coordinator import HeartbeatRequest, JoinRequest, LeaveMember, SyncRequest
 from wire.errors import ErrorCode
 
 
 @handles(11, "JoinGroup", 0, 9)
 async def join_group(ctx, req):
     coordinator = ctx.broker.coordinator
-    result = await coordinator.join_group(
-        req.group_id,
+    result = await coordinator.join_group(JoinRequest(
+        group_id=req.group_id,
         member_id=req.member_id,
         instance_id=req.get("group_instance_id"),
         protocol_type=req.protocol_type,
@@ -23,7 +23,7 @@ async def join_group(ctx, req):
         require_known_member_id=ctx.api_version >= 4,
         supports_skip_assignment=ctx.api_version >= 9,
         reason=req.get("reason"),
-    )
+    ))
     return {
         "throttle_time_ms": 0,
         "error_code": result.error,
@@ -39,24 +39,24 @@ async def join_group(ctx, req):
 
 @handles(14, "SyncGroup", 0, 5)
 async def sync_group(ctx, req):
-    result = await ctx.broker.coordinator.sync_group(
-        req.group_id,
+    result = await ctx.broker.coordinator.sync_group(SyncRequest(
+        group_id=req.group_id,
         member_id=req.member_id,
         generation_id=req.generation_id,
         instance_id=req.get("group_instance_id"),
         protocol_type=req.get("protocol_type"),
         protocol_name=req.get("protocol_name"),
         assignments={a.member_id: a.assignment for a in req.assignments},
-    )
+    ))
     return {"throttle_time_ms": 0, "error_code": result.error, "protocol_type": result.protocol_type,
             "protocol_name": result.protocol_name, "assignment": result.assignment}
 
 
 @handles(12, "Heartbeat", 0, 4)
 async def heartbeat(ctx, req):
-    error = await ctx.broker.coordinator.heartbeat(
+    error = await ctx.broker.coordinator.heartbeat(HeartbeatRequest(
         req.group_id, member_id=req.member_id, generation_id=req.generation_id,
-        instance_id=req.get("group_instance_id"))
+        instance_id=req.get("group_instance_id")))
     return {"throttle_time_ms": 0, "error_code": error}
 
 

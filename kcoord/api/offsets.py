@@ -5,7 +5,7 @@ are resolved here, and an id no topic has gets UNKNOWN_TOPIC_ID per partition
 as in Kafka.
 """
 from kcoord.api import handles
-from kcoord.coordinator import OffsetCommitPartition
+from kcoord.coordinator import OffsetCommitPartition, OffsetCommitRequest
 from wire import codec
 from wire.errors import ErrorCode
 
@@ -40,15 +40,15 @@ async def offset_commit(ctx, req):
         partitions += [OffsetCommitPartition(name, p.partition_index, p.committed_offset,
                                              p.get("committed_leader_epoch", -1), p.committed_metadata)
                        for p in t.partitions]
-    result = await ctx.broker.coordinator.commit_offsets(
-        req.group_id,
+    result = await ctx.broker.coordinator.commit_offsets(OffsetCommitRequest(
+        group_id=req.group_id,
         member_id=req.member_id,
         generation_id=req.generation_id_or_member_epoch,
         instance_id=req.get("group_instance_id"),
         partitions=partitions,
         version=ctx.api_version,
         retention_ms=req.get("retention_time_ms", -1),
-    )
+    ))
     by_topic: dict[str, list] = {}
     for topic, partition, error in result.partitions:
         by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
@@ -115,9 +115,10 @@ def _subscribed_topics(group) -> set[str]:
 @handles(47, "OffsetDelete", 0, 0)
 async def offset_delete(ctx, req):
     wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
-    error, results = await ctx.broker.coordinator.delete_offsets(req.group_id, wanted, _subscribed_topics)
+    result = await ctx.broker.coordinator.delete_offsets(req.group_id, wanted, _subscribed_topics)
+    error = result.error
     by_topic: dict[str, list] = {}
-    for topic, partition, e in results:
+    for topic, partition, e in result.partitions:
         by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": e})
     return {"error_code": error, "throttle_time_ms": 0,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}

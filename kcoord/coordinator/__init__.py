@@ -1,20 +1,26 @@
-"""The classic group coordinator: pure logic (`coordinator`), time (`clock`),
-state table (`state`), events (`events`), and its asyncio face (`service`)."""
+"""The classic group coordinator: pure logic (`coordinator` in front of `membership`,
+`offset_manager` and `group_admin`, sharing a `context`), time (`clock`), the state table
+(`state`), requests and results, the records it writes (`records`), events (`events`), and
+its asyncio face (`service`)."""
 from kcoord.coordinator.clock import AsyncioTimer, ManualTimer, Timer
 from kcoord.coordinator.config import CoordinatorConfig, offsets_partition_for
-from kcoord.coordinator.coordinator import (
-    FetchedOffset, GroupCoordinator, JoinResult, LeaveMember, LeaveResult, OffsetCommitPartition,
-    OffsetCommitResult, SyncResult,
+from kcoord.coordinator.coordinator import GroupCoordinator
+from kcoord.coordinator.events import EventBus, EventKind, GroupEvent, KafkaWordedLog, RebalanceCause
+from kcoord.coordinator.requests import (
+    HeartbeatRequest, JoinRequest, LeaveMember, OffsetCommitPartition, OffsetCommitRequest, SyncRequest,
 )
-from kcoord.coordinator.events import EventBus, GroupEvent, KafkaWordedLog
+from kcoord.coordinator.results import (
+    FetchedOffset, JoinResult, LeaveResult, OffsetCommitResult, OffsetDeleteResult, SyncResult,
+)
 from kcoord.coordinator.service import CoordinatorService
 from kcoord.coordinator.state import GroupState
 
 __all__ = [
     "AsyncioTimer", "ManualTimer", "Timer", "CoordinatorConfig", "offsets_partition_for", "FetchedOffset",
     "GroupCoordinator", "JoinResult", "LeaveMember", "LeaveResult", "OffsetCommitPartition",
-    "OffsetCommitResult", "SyncResult", "EventBus", "GroupEvent", "KafkaWordedLog", "CoordinatorService",
-    "GroupState", "build_coordinator",
+    "OffsetCommitResult", "OffsetDeleteResult", "SyncResult", "EventBus", "EventKind", "GroupEvent",
+    "KafkaWordedLog", "RebalanceCause", "CoordinatorService", "GroupState", "build_coordinator",
+    "HeartbeatRequest", "JoinRequest", "OffsetCommitRequest", "SyncRequest",
 ]
 
 

@@ -5,30 +5,46 @@ operators (and the analytics pipeline) recognise the lines.
 """
 from __future__ import annotations
 
+import enum
 import logging
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable
 
-MEMBER_JOINED = "member_joined"
-MEMBER_LEFT = "member_left"
-MEMBER_EXPIRED = "member_expired"
-MEMBER_FENCED = "member_fenced"
-MEMBER_REPLACED = "member_replaced"
-REBALANCE_STARTED = "rebalance_started"
-JOIN_COMPLETED = "join_completed"
-ASSIGNMENT_RECEIVED = "assignment_received"
-STABLE = "stable"
-EMPTY = "empty"
-DEAD = "dead"
-OFFSETS_COMMITTED = "offsets_committed"
-OFFSETS_EXPIRED = "offsets_expired"
-OFFSETS_DELETED = "offsets_deleted"
-STATIC_REJOIN_NO_REBALANCE = "static_rejoin_no_rebalance"
+
+class EventKind(enum.StrEnum):
+    """What happened to a group. The values are the journal's `kind` field."""
+    MEMBER_JOINED = "member_joined"
+    MEMBER_LEFT = "member_left"
+    MEMBER_EXPIRED = "member_expired"
+    MEMBER_REPLACED = "member_replaced"
+    REBALANCE_STARTED = "rebalance_started"
+    JOIN_COMPLETED = "join_completed"
+    ASSIGNMENT_RECEIVED = "assignment_received"
+    STABLE = "stable"
+    EMPTY = "empty"
+    DEAD = "dead"
+    OFFSETS_COMMITTED = "offsets_committed"
+    OFFSETS_EXPIRED = "offsets_expired"
+    OFFSETS_DELETED = "offsets_deleted"
+    STATIC_REJOIN_NO_REBALANCE = "static_rejoin_no_rebalance"
+
+
+class RebalanceCause(enum.StrEnum):
+    """Why the coordinator started a rebalance: a few values, for metrics labels. The
+    free-text reason (Kafka's wording, member ids, the client's reason) travels beside it."""
+    MEMBER_JOINED = "member_joined"
+    LEADER_REJOIN = "leader_rejoin"
+    METADATA_CHANGED = "metadata_changed"
+    STATIC_REPLACEMENT = "static_replacement"
+    MEMBER_FAILED = "member_failed"
+    MEMBER_LEFT = "member_left"
+    COORDINATOR_RESTART = "coordinator_restart"
+    OTHER = "other"         # forced by a fault rule or on request
 
 
 @dataclass
 class GroupEvent:
-    kind: str
+    kind: EventKind
     time_ms: int
     group_id: str
     generation: int
@@ -42,9 +58,7 @@ class GroupEvent:
     protocol: str | None = None
     members: int = 0
     details: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+    cause: RebalanceCause | None = None   # set on REBALANCE_STARTED
 
 
 class EventBus:
@@ -76,30 +90,28 @@ class KafkaWordedLog:
 
     @staticmethod
     def format(e: GroupEvent) -> str | None:
-        if e.kind == REBALANCE_STARTED:
+        if e.kind is EventKind.REBALANCE_STARTED:
             return (f"Preparing to rebalance group {e.group_id} in state PreparingRebalance with old "
                     f"generation {e.generation} (reason: {e.reason})")
-        if e.kind == STABLE:
+        if e.kind is EventKind.STABLE:
             return f"Stabilized group {e.group_id} generation {e.generation} with {e.members} members"
-        if e.kind == MEMBER_EXPIRED:
+        if e.kind is EventKind.MEMBER_EXPIRED:
             return f"Member {e.member_id} in group {e.group_id} has failed, removing it from the group"
-        if e.kind == MEMBER_LEFT:
+        if e.kind is EventKind.MEMBER_LEFT:
             return (f"Member {e.member_id} has left group {e.group_id} through explicit `LeaveGroup` request; "
                     f"client reason: {e.reason}")
-        if e.kind == ASSIGNMENT_RECEIVED:
+        if e.kind is EventKind.ASSIGNMENT_RECEIVED:
             return f"Assignment received from leader {e.member_id} for group {e.group_id} for generation {e.generation}"
-        if e.kind == JOIN_COMPLETED:
+        if e.kind is EventKind.JOIN_COMPLETED:
             return (f"Group {e.group_id} with generation {e.generation} is now empty" if e.state_after == "Empty"
                     else None)
-        if e.kind == MEMBER_JOINED:
+        if e.kind is EventKind.MEMBER_JOINED:
             return f"Member {e.member_id} joined group {e.group_id} (reason: {e.reason})"
-        if e.kind == MEMBER_REPLACED:
+        if e.kind is EventKind.MEMBER_REPLACED:
             return (f"Static member {e.instance_id} of group {e.group_id} with unknown member id rejoins, "
                     f"assigning new member id {e.member_id} (was {e.details.get('old_member_id')})")
-        if e.kind == MEMBER_FENCED:
-            return f"Member {e.member_id} of group {e.group_id} fenced: {e.reason}"
-        if e.kind == DEAD:
+        if e.kind is EventKind.DEAD:
             return f"Group {e.group_id} transitioned to Dead in generation {e.generation}"
-        if e.kind == OFFSETS_EXPIRED:
+        if e.kind is EventKind.OFFSETS_EXPIRED:
             return f"Removed {e.details.get('count')} expired offsets for group {e.group_id}"
         return None

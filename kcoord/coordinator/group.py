@@ -5,7 +5,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kcoord.coordinator.state import GroupState, check_transition
+from kcoord.coordinator.state import GroupState, check_load, check_transition
+from wire.errors import ErrorCode
 
 
 @dataclass
@@ -22,7 +23,6 @@ class Member:
     join_callback: Callable | None = None  # set while a JoinGroup is parked
     sync_callback: Callable | None = None  # set while a SyncGroup is parked
     is_new: bool = False
-    last_heartbeat_ms: int = 0
 
     @property
     def is_static(self) -> bool:
@@ -57,7 +57,6 @@ class Group:
     group_id: str
     created_ms: int
     state: GroupState = GroupState.EMPTY
-    state_since_ms: int = 0
     generation: int = 0
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -78,9 +77,13 @@ class Group:
     def transition(self, target: GroupState, now_ms: int) -> None:
         check_transition(self.group_id, self.state, target)
         self.state = target
-        self.state_since_ms = now_ms
         if target is GroupState.EMPTY:
             self.emptied_at_ms = now_ms
+
+    def load_state(self, target: GroupState) -> None:
+        """The state a group read back from disk starts in."""
+        check_load(self.group_id, target)
+        self.state = target
 
     def can_rebalance(self) -> bool:
         return self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY)
@@ -108,6 +111,18 @@ class Group:
 
     def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
+
+    def validate_member(self, member_id: str, instance_id: str | None) -> ErrorCode:
+        """Kafka's member check: a stale static id is fenced, an unknown id is unknown."""
+        if instance_id is not None:
+            current = self.static_member_id(instance_id)
+            if current is not None and current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if instance_id is not None and self.members[member_id].instance_id != instance_id:
+            return ErrorCode.FENCED_INSTANCE_ID
+        return ErrorCode.NONE
 
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id

@@ -14,18 +14,13 @@ class CommittedOffset:
 
 
 class OffsetStore:
+    """The committed offsets held in memory: changed only by replaying written records."""
+
     def __init__(self):
         self._groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
 
     def commit(self, group_id: str, topic: str, partition: int, value: CommittedOffset) -> None:
         self._groups.setdefault(group_id, {})[(topic, partition)] = value
-
-    def restore(self, group_id: str, topic: str, partition: int, value: CommittedOffset | None) -> None:
-        """Put back an earlier value (None: there was none)."""
-        if value is not None:
-            self.commit(group_id, topic, partition, value)
-        elif self.delete(group_id, topic, partition) and not self._groups.get(group_id):
-            del self._groups[group_id]
 
     def get(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._groups.get(group_id, {}).get((topic, partition))
@@ -37,8 +32,12 @@ class OffsetStore:
         return bool(self._groups.get(group_id))
 
     def delete(self, group_id: str, topic: str, partition: int) -> bool:
-        offsets = self._groups.get(group_id, {})
-        return offsets.pop((topic, partition), None) is not None
+        offsets = self._groups.get(group_id)
+        if not offsets or offsets.pop((topic, partition), None) is None:
+            return False
+        if not offsets:
+            del self._groups[group_id]
+        return True
 
     def delete_group(self, group_id: str) -> int:
         return len(self._groups.pop(group_id, {}))
@@ -46,19 +45,14 @@ class OffsetStore:
     def groups(self) -> list[str]:
         return list(self._groups)
 
-    def expire(self, group_id: str, now_ms: int, retention_ms: int, base_ms: int | None) -> list[tuple[str, int]]:
-        """Remove offsets past retention. `base_ms` is when the group became Empty;
-        None means each offset ages from its own commit time (simple groups)."""
-        offsets = self._groups.get(group_id, {})
-        expired = []
-        for key, value in list(offsets.items()):
+    def expired(self, group_id: str, now_ms: int, retention_ms: int, base_ms: int | None) -> list[tuple[str, int]]:
+        """The offsets past retention. `base_ms` is when the group became Empty; None means
+        each offset ages from its own commit time (simple groups)."""
+        due = []
+        for key, value in self._groups.get(group_id, {}).items():
             if value.expire_ms is not None:
-                due = now_ms >= value.expire_ms
-            else:
-                due = now_ms - (value.commit_ms if base_ms is None else base_ms) >= retention_ms
-            if due:
-                del offsets[key]
-                expired.append(key)
-        if not offsets:
-            self._groups.pop(group_id, None)
-        return expired
+                if now_ms >= value.expire_ms:
+                    due.append(key)
+            elif now_ms - (value.commit_ms if base_ms is None else base_ms) >= retention_ms:
+                due.append(key)
+        return due

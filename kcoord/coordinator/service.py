@@ -1,106 +1,66 @@
-"""The coordinator on the event loop: per-group serialisation, async calls, waiting on state.
+"""The coordinator on the event loop: async calls, parked requests, waiting on state.
 
-Each group with work queued gets one asyncio task draining its queue (kfake's
-one-actor-per-group model), which ends once the queue is empty: requests for a
-group run one after another, groups run side by side, and no global lock exists. Timers fire on the loop and touch only the
-synchronous core, which the actor model keeps consistent because the core never
-awaits. Handlers await the futures returned here.
+Serialisation comes from the loop itself: the core never awaits, so every request and
+every timer runs as one whole operation on the loop's thread, one after another, and
+their records are written before any of their answers is released. No task, queue or
+lock exists per group, so a request naming a group id nobody uses (Spark makes one per
+query) leaves nothing behind. Handlers await the futures of parked JoinGroup/SyncGroup.
 """
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from typing import Callable
 
-from kcoord.coordinator.coordinator import GroupCoordinator, JoinResult, SyncResult
-
-
-class _GroupActor:
-    """Runs a group's queued work in order, then ends: an actor lives only while its group has
-    work queued, so a request naming a group id nobody uses (Spark makes one per query) leaves
-    no task behind. `actors` is the service's registry, which the actor leaves when idle."""
-
-    def __init__(self, group_id: str, actors: dict):
-        self.group_id, self.actors = group_id, actors
-        self.queue: asyncio.Queue = asyncio.Queue()
-        self.task = asyncio.get_running_loop().create_task(self._run(), name=f"group-{group_id}")
-
-    async def _run(self):
-        while True:
-            try:
-                fn, fut = self.queue.get_nowait()
-            except asyncio.QueueEmpty:
-                # Nothing can be queued between this check and leaving the registry: both
-                # happen without yielding to the loop, and run() queues without yielding.
-                if self.actors.get(self.group_id) is self:
-                    del self.actors[self.group_id]
-                return
-            try:
-                result = fn()
-                if asyncio.iscoroutine(result):
-                    result = await result
-            except BaseException as exc:  # surfaced to the caller, the actor lives on
-                if not fut.done():
-                    fut.set_exception(exc)
-            else:
-                if not fut.done():
-                    fut.set_result(result)
+from kcoord.coordinator.coordinator import GroupCoordinator
+from kcoord.coordinator.requests import HeartbeatRequest, JoinRequest, OffsetCommitRequest, SyncRequest
+from kcoord.coordinator.results import JoinResult, SyncResult
 
 
 class CoordinatorService:
     def __init__(self, core: GroupCoordinator):
         self.core = core
-        self._actors: dict[str, _GroupActor] = {}
         self._waiters: dict[str, list[tuple[Callable[[], bool], asyncio.Future]]] = {}
         core.on_change = self._notify
 
-    # ---- serialisation ----
-    async def run(self, group_id: str, fn: Callable[[], Any]) -> Any:
-        actor = self._actors.get(group_id)
-        if actor is None:
-            actor = self._actors[group_id] = _GroupActor(group_id, self._actors)
-        fut = asyncio.get_running_loop().create_future()
-        actor.queue.put_nowait((fn, fut))
-        return await fut
-
-    async def _parked(self, group_id: str, call: Callable[[Callable], None]):
-        """Run `call(respond)` in the group's actor; wait (outside it) until respond fires."""
-        loop = asyncio.get_running_loop()
-        answer = loop.create_future()
+    async def _parked(self, call: Callable[[Callable], None]):
+        """Run `call(respond)` now; wait until respond fires (at once, or when a timer or
+        another member's request completes the round)."""
+        answer = asyncio.get_running_loop().create_future()
 
         def respond(result):
             if not answer.done():
                 answer.set_result(result)
 
-        await self.run(group_id, lambda: call(respond))
+        call(respond)
         return await answer
 
     # ---- API ----
-    async def join_group(self, group_id: str, **kw) -> JoinResult:
-        return await self._parked(group_id, lambda respond: self.core.join_group(group_id, respond=respond, **kw))
+    async def join_group(self, req: JoinRequest) -> JoinResult:
+        return await self._parked(lambda respond: self.core.join_group(req, respond))
 
-    async def sync_group(self, group_id: str, **kw) -> SyncResult:
-        return await self._parked(group_id, lambda respond: self.core.sync_group(group_id, respond=respond, **kw))
+    async def sync_group(self, req: SyncRequest) -> SyncResult:
+        return await self._parked(lambda respond: self.core.sync_group(req, respond))
 
-    async def heartbeat(self, group_id: str, **kw):
-        return await self.run(group_id, lambda: self.core.heartbeat(group_id, **kw))
+    async def heartbeat(self, req: HeartbeatRequest):
+        return self.core.heartbeat(req)
 
     async def leave_group(self, group_id: str, leaving):
-        return await self.run(group_id, lambda: self.core.leave_group(group_id, leaving))
+        return self.core.leave_group(group_id, leaving)
 
-    async def commit_offsets(self, group_id: str, **kw):
-        return await self.run(group_id, lambda: self.core.commit_offsets(group_id, **kw))
+    async def commit_offsets(self, req: OffsetCommitRequest):
+        return self.core.commit_offsets(req)
 
     async def fetch_offsets(self, group_id: str, partitions):
-        return await self.run(group_id, lambda: self.core.fetch_offsets(group_id, partitions))
+        return self.core.fetch_offsets(group_id, partitions)
 
     async def delete_offsets(self, group_id: str, partitions, subscribed_topics=None):
-        return await self.run(group_id, lambda: self.core.delete_offsets(group_id, partitions, subscribed_topics))
+        return self.core.delete_offsets(group_id, partitions, subscribed_topics)
 
     async def describe_group(self, group_id: str):
-        return await self.run(group_id, lambda: self.core.describe_group(group_id))
+        return self.core.describe_group(group_id)
 
     async def delete_group(self, group_id: str):
-        return await self.run(group_id, lambda: self.core.delete_group(group_id))
+        return self.core.delete_group(group_id)
 
     def list_groups(self, states=None):
         return self.core.list_groups(states)
@@ -122,7 +82,11 @@ class CoordinatorService:
         for check, fut in list(waiters):
             if not fut.done() and check():
                 fut.set_result(True)
-        self._waiters[group_id] = [w for w in waiters if not w[1].done()]
+        remaining = [w for w in waiters if not w[1].done()]
+        if remaining:
+            self._waiters[group_id] = remaining
+        else:
+            del self._waiters[group_id]
 
     async def wait_for(self, group_id: str, state: str | None = None, members: int | None = None,
                        generation_at_least: int | None = None, timeout: float | None = 30.0):
@@ -142,13 +106,15 @@ class CoordinatorService:
                 seen = "absent" if g is None else f"{g.state}, {g.size} members, generation {g.generation}"
                 raise TimeoutError(f"group {group_id} did not reach state={state} members={members} "
                                    f"generation>={generation_at_least} within {timeout}s (it is {seen})") from None
+            finally:
+                entries = self._waiters.get(group_id)
+                if entries is not None:
+                    entries[:] = [w for w in entries if w[1] is not fut]
+                    if not entries:
+                        del self._waiters[group_id]
         return self.core.describe_group(group_id)
 
     async def close(self) -> None:
-        actors = list(self._actors.values())
-        for actor in actors:
-            actor.task.cancel()
-        await asyncio.gather(*(a.task for a in actors), return_exceptions=True)
         cancel_all = getattr(self.core.timer, "cancel_all", None)
         if cancel_all:
             cancel_all()

@@ -2,21 +2,22 @@
 
 Like Kafka's `__consumer_offsets`, it is a log of keyed records where the last
 record for a key wins and a tombstone deletes it; compaction rewrites the log
-as one record per live key. Records are written from the coordinator's event
-stream and the topic store's observer, which run before a request's response
-is sent, so anything a client was told succeeded is on disk (in the OS at least;
-see `record_log` for the fsync policies).
+as one record per live key. It is the coordinator's record sink: each operation
+of the coordinator hands over its records (kcoord.coordinator.records) before any
+of its answers is released, and the topic store's observer writes before a
+partition takes a batch, so anything a client was told succeeded is on disk (in
+the OS at least; see `record_log` for the fsync policies).
 
-A failed write (disk full, I/O error) is never acknowledged. A record batch is
-written before the partition takes it, so the producer gets KAFKA_STORAGE_ERROR
-and may retry. Group and offset records follow the coordinator's own change, so
-memory is now ahead of disk: the coordinator becomes unavailable
-(COORDINATOR_NOT_AVAILABLE for every group, also on the failed commit itself, and
-/healthz answers 503) until a restart reloads what the disk holds. Kafka takes a
-broker's failed log directory offline in the same spirit.
+A failed write is never acknowledged, whatever failed (the disk, or a bug while
+encoding). A record batch is written before the partition takes it, so the
+producer gets KAFKA_STORAGE_ERROR and may retry. A failed write of group or
+offset records makes the coordinator refuse that operation and answer
+COORDINATOR_NOT_AVAILABLE for every group from then on (/healthz answers 503),
+until a restart reloads what the disk holds. Kafka takes a broker's failed log
+directory offline in the same spirit.
 
 Record payloads: one type byte, then JSON (metadata) or a binary batch.
-  G group metadata (the coordinator's `persisted_group`)  g group tombstone
+  G group metadata (the coordinator's `GroupMetadataRecord`)  g group tombstone
   O committed offset                                        o offset tombstone
   T topic                                                   t topic tombstone
   B record batch: u16 name length, name, i32 partition, batch bytes (offsets assigned)
@@ -31,9 +32,8 @@ import struct
 import uuid
 from pathlib import Path
 
-from kcoord.coordinator import events as E
 from kcoord.coordinator.offsets import CommittedOffset
-from wire.errors import ErrorCode
+from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from kcoord.storage.record_log import RecordLog
 
 log = logging.getLogger("kcoord.storage")
@@ -42,8 +42,6 @@ LOG_FILE = "state.log"
 # Compact once the log is this large and twice the size it had after the last compaction.
 COMPACT_MIN_BYTES = 16 * 1024 * 1024
 
-# Events after which Kafka writes a group's metadata record (or its tombstone).
-_GROUP_WRITTEN_ON = frozenset({E.STABLE, E.EMPTY, E.MEMBER_REPLACED, E.STATIC_REJOIN_NO_REBALANCE})
 _BATCH = struct.Struct(">H")
 
 
@@ -69,6 +67,25 @@ def decode_group(value: dict) -> dict:
     members = [{**m, "protocols": [(name, _unb64(meta)) for name, meta in m["protocols"]],
                 "assignment": _unb64(m["assignment"])} for m in value["members"]]
     return {**value, "members": members}
+
+
+class StorageFailed(RuntimeError):
+    """An earlier write failed: nothing more is recorded until a restart."""
+
+
+def _payload(record: Record) -> bytes:
+    if isinstance(record, GroupMetadataRecord):
+        if record.value is None:
+            return _json(b"g", {"group_id": record.group_id})
+        return _json(b"G", encode_group(record.value))
+    if isinstance(record, OffsetCommitRecord):
+        key = {"g": record.group_id, "t": record.topic, "p": record.partition}
+        v = record.value
+        if v is None:
+            return _json(b"o", key)
+        return _json(b"O", {**key, "o": v.offset, "e": v.leader_epoch, "m": v.metadata, "c": v.commit_ms,
+                            "x": v.expire_ms})
+    raise TypeError(f"no encoding for a {type(record).__name__}")
 
 
 class DurableState:
@@ -138,7 +155,7 @@ class DurableState:
         self.topics.observer = self
         for topic in self.topics.topics.values():
             self._watch(topic)
-        self.core.bus.subscribe(self.on_event)
+        self.core.record_sink = self
 
     async def start(self) -> None:
         if self.log.fsync == "interval":
@@ -156,37 +173,18 @@ class DurableState:
         self.log.close()
 
     # ---- recording -----------------------------------------------------
-    def on_event(self, event: E.GroupEvent) -> None:
+    def append(self, records: list[Record]) -> None:
+        """Write the coordinator's records of one operation, all in one write. Any failure is
+        raised (the coordinator then acknowledges none of them) and ends group recording."""
         if self.failure is not None:
-            return
+            raise StorageFailed(self.failure)
         try:
-            self._record(event)
+            self.log.append(*(_payload(r) for r in records))
         except Exception as err:
-            # Any failure, not only the disk's: a bug in encoding a record must not let a
-            # commit be acknowledged that was never saved.
             self.failure = f"writing {self.log.path} failed: {type(err).__name__}: {err}"
             log.error("%s; the coordinator answers COORDINATOR_NOT_AVAILABLE until a restart "
                       "reloads the data dir", self.failure)
-            self.core.set_unavailable(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-
-    def _record(self, event: E.GroupEvent) -> None:
-        if event.kind in _GROUP_WRITTEN_ON:
-            record = self.core.persisted_group(event.group_id)
-            if record is not None:
-                self.log.append(_json(b"G", encode_group(record)))
-        elif event.kind == E.DEAD:
-            self.log.append(_json(b"g", {"group_id": event.group_id}))
-        elif event.kind == E.OFFSETS_COMMITTED:
-            for topic, partition in event.details["partitions"]:
-                v = self.core.offsets.get(event.group_id, topic, partition)
-                self.log.append(_json(b"O", {"g": event.group_id, "t": topic, "p": partition, "o": v.offset,
-                                             "e": v.leader_epoch, "m": v.metadata, "c": v.commit_ms,
-                                             "x": v.expire_ms}))
-        elif event.kind in (E.OFFSETS_EXPIRED, E.OFFSETS_DELETED):
-            for topic, partition in event.details["partitions"]:
-                self.log.append(_json(b"o", {"g": event.group_id, "t": topic, "p": partition}))
-        else:
-            return
+            raise
         self._maybe_compact()
 
     def topic_created(self, topic) -> None:
@@ -237,8 +235,7 @@ class DurableState:
                     yield _json(b"G", encode_group(record))
         for group_id in self.core.offsets.groups():
             for (topic, partition), v in self.core.offsets.all(group_id).items():
-                yield _json(b"O", {"g": group_id, "t": topic, "p": partition, "o": v.offset, "e": v.leader_epoch,
-                                   "m": v.metadata, "c": v.commit_ms, "x": v.expire_ms})
+                yield _payload(OffsetCommitRecord(group_id, topic, partition, v))
 
     def compact(self) -> None:
         before = self.log.size

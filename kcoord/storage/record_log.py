@@ -81,11 +81,11 @@ class RecordLog:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.size = os.fstat(self._fd).st_size
 
-    def append(self, payload: bytes) -> None:
-        """Write one record; on OSError (disk full, I/O error) cut the file back to its last
-        whole record and re-raise, so a later append does not follow a torn one (replay
-        would drop everything after it)."""
-        data = frame(payload)
+    def append(self, *payloads: bytes) -> None:
+        """Write records in one write; on OSError (disk full, I/O error) cut the file back to
+        its last whole record and re-raise, so none of them is half there and a later append
+        does not follow a torn one (replay would drop everything after it)."""
+        data = b"".join(frame(p) for p in payloads)
         view = memoryview(data)
         try:
             while view:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from kcoord.coordinator import (
-    CoordinatorConfig, EventBus, GroupCoordinator, LeaveMember, ManualTimer, OffsetCommitPartition,
+    CoordinatorConfig, EventBus, GroupCoordinator, HeartbeatRequest, JoinRequest, LeaveMember, ManualTimer,
+    OffsetCommitPartition, OffsetCommitRequest, SyncRequest,
 )
 from wire.errors import ErrorCode
 
@@ -53,9 +54,9 @@ class Harness:
     def join(self, member_id="", group="g", instance=None, protocols=(("range", b"meta"),), session=10000,
              rebalance=30000, version=9, client="client", protocol_type="consumer", reason=None):
         box = Box()
-        self.c.join_group(group, member_id, instance, protocol_type, list(protocols), session, rebalance,
-                          client, "/127.0.0.1", box, require_known_member_id=version >= 4,
-                          supports_skip_assignment=version >= 9, reason=reason)
+        self.c.join_group(JoinRequest(group, member_id, instance, protocol_type, list(protocols), session, rebalance,
+                                      client, "/127.0.0.1", require_known_member_id=version >= 4,
+                                      supports_skip_assignment=version >= 9, reason=reason), box)
         return box
 
     def join_new(self, **kw):
@@ -68,21 +69,21 @@ class Harness:
     def sync(self, member_id, generation, group="g", assignments=None, instance=None, protocol_type=None,
              protocol_name=None):
         box = Box()
-        self.c.sync_group(group, member_id, generation, instance, protocol_type, protocol_name,
-                          assignments or {}, box)
+        self.c.sync_group(SyncRequest(group, member_id, generation, instance, protocol_type, protocol_name,
+                                      assignments or {}), box)
         return box
 
     def heartbeat(self, member_id, generation, group="g", instance=None):
-        return self.c.heartbeat(group, member_id, generation, instance)
+        return self.c.heartbeat(HeartbeatRequest(group, member_id, generation, instance))
 
     def leave(self, *members, group="g"):
         return self.c.leave_group(group, [m if isinstance(m, LeaveMember) else LeaveMember(m, None) for m in members])
 
     def commit(self, member_id="", generation=-1, group="g", offsets=(("t", 0, 10),), instance=None, version=9,
                metadata=""):
-        return self.c.commit_offsets(group, member_id, generation, instance,
-                                     [OffsetCommitPartition(t, p, o, -1, metadata) for t, p, o in offsets],
-                                     version=version)
+        return self.c.commit_offsets(OffsetCommitRequest(
+            group, member_id, generation, instance,
+            [OffsetCommitPartition(t, p, o, -1, metadata) for t, p, o in offsets], version=version))
 
     def stable_group(self, n=1, **kw):
         """n dynamic members, joined and synced; returns their member ids (leader first)."""

@@ -25,18 +25,56 @@ def test_simple_group_commit_and_fetch():
     assert err == E.NONE and none[0].offset == -1
 
 
-def test_a_commit_whose_recording_fails_is_answered_with_the_error_and_undone():
+class _FailingSink:
+    """A record sink whose every write fails, the way `error` says."""
+
+    def __init__(self, error: Exception):
+        self.error, self.writes = error, []
+
+    def append(self, records):
+        self.writes.append(list(records))
+        raise self.error
+
+
+FAILURES = [OSError(28, "No space left on device"), ValueError("a bug while encoding a record")]
+
+
+@pytest.mark.parametrize("failure", FAILURES, ids=["disk-full", "non-io-bug"])
+def test_a_commit_whose_records_cannot_be_written_is_refused_and_leaves_no_trace(failure):
     h = Harness()
     h.commit(offsets=(("t", 0, 5),))
-    # What durable state does when its write fails: the coordinator becomes unavailable.
-    h.c.bus.subscribe(lambda e: h.c.set_unavailable(E.COORDINATOR_NOT_AVAILABLE)
-                      if e.kind == "offsets_committed" else None)
-    r = h.commit(offsets=(("t", 0, 6), ("t", 1, 1)))
+    published = len(h.events)
+    h.c.record_sink = sink = _FailingSink(failure)
+    r = h.commit(offsets=(("t", 0, 6), ("t", 1, 1), ("t", 99, 1)))
     assert r.error == E.COORDINATOR_NOT_AVAILABLE
-    assert [e for _, _, e in r.partitions] == [E.COORDINATOR_NOT_AVAILABLE] * 2
+    # The refused partition keeps its own error; the others were not saved.
+    assert [e for _, _, e in r.partitions] == [E.COORDINATOR_NOT_AVAILABLE] * 2 + [E.UNKNOWN_TOPIC_OR_PARTITION]
+    assert [len(w) for w in sink.writes] == [2]
+    assert len(h.events) == published  # nothing was published
+    assert h.commit(offsets=(("t", 0, 7),)).error == E.COORDINATOR_NOT_AVAILABLE  # and nothing is taken after
+    h.c.record_sink = None
     h.c.set_available()
     err, fetched = h.c.fetch_offsets("g", None)
     assert err == E.NONE and [(f.partition, f.offset) for f in fetched] == [(0, 5)]
+
+
+@pytest.mark.parametrize("failure", FAILURES, ids=["disk-full", "non-io-bug"])
+def test_a_rebalance_whose_records_cannot_be_written_answers_no_member_with_success(failure):
+    h = Harness(initial_rebalance_delay_ms=3000)
+    boxes = [h.join_new() for _ in range(2)]
+    while not all(b.done for b in boxes):
+        h.advance(1000)
+    assert all(b.error == E.NONE for b in boxes)
+    gen, leader = boxes[0].result.generation_id, boxes[0].result.leader_id
+    follower = next(b.result.member_id for b in boxes if b.result.member_id != leader)
+    parked = h.sync(follower, gen)
+    assert not parked.done
+    h.c.record_sink = _FailingSink(failure)
+    leader_sync = h.sync(leader, gen, assignments={leader: b"a", follower: b"b"})  # Stable: the group's record
+    assert (leader_sync.error, parked.error) == (E.COORDINATOR_NOT_AVAILABLE, E.COORDINATOR_NOT_AVAILABLE)
+    assert parked.result.assignment == b"" and not any(e.kind == "stable" for e in h.events)
+    assert h.heartbeat(follower, gen) == E.COORDINATOR_NOT_AVAILABLE
+    assert h.c.describe_group("g").error == E.COORDINATOR_NOT_AVAILABLE
 
 
 def test_commit_validation():
@@ -99,16 +137,16 @@ def test_simple_group_offsets_age_from_commit_time():
 
 def test_delete_offsets_and_groups():
     h = Harness()
-    assert h.c.delete_offsets("nope", [("t", 0)])[0] == E.GROUP_ID_NOT_FOUND
+    assert h.c.delete_offsets("nope", [("t", 0)]).error == E.GROUP_ID_NOT_FOUND
     [m] = h.stable_group(1)
     h.commit(member_id=m, generation=1)
-    err, res = h.c.delete_offsets("g", [("t", 0)], lambda group: {"t"})
-    assert err == E.NONE and res == [("t", 0, E.GROUP_SUBSCRIBED_TO_TOPIC)]
+    r = h.c.delete_offsets("g", [("t", 0)], lambda group: {"t"})
+    assert r.error == E.NONE and r.partitions == [("t", 0, E.GROUP_SUBSCRIBED_TO_TOPIC)]
     assert h.c.delete_group("g") == E.NON_EMPTY_GROUP
     assert h.c.delete_group("absent") == E.GROUP_ID_NOT_FOUND
     h.leave(m)
-    err, res = h.c.delete_offsets("g", [("t", 0)], lambda group: {"t"})
-    assert res == [("t", 0, E.NONE)] and h.c.fetch_offsets("g", [("t", 0)])[1][0].offset == -1
+    r = h.c.delete_offsets("g", [("t", 0)], lambda group: {"t"})
+    assert r.partitions == [("t", 0, E.NONE)] and h.c.fetch_offsets("g", [("t", 0)])[1][0].offset == -1
     assert h.c.delete_group("g") == E.NONE and h.group() is None
 
 
@@ -168,7 +206,7 @@ def test_coordinator_partition():
 
 
 def test_every_event_kind_has_a_line_or_is_silent_on_purpose():
-    from kcoord.coordinator import events as E
+    from kcoord.coordinator.events import EventKind as E
 
     h = Harness(initial_rebalance_delay_ms=3000)
     ids = h.stable_group(2)

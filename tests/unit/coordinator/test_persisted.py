@@ -1,5 +1,6 @@
 """Persisting and reloading groups (durable state), with the manual clock."""
-from kcoord.coordinator import events as E
+from kcoord.coordinator import OffsetCommitRequest
+from kcoord.coordinator.events import EventKind as E
 from kcoord.coordinator.offsets import CommittedOffset
 from kcoord.coordinator.state import GroupState as S
 from tests.unit.coordinator.harness import Harness
@@ -71,7 +72,7 @@ def test_dead_and_unknown_groups_have_no_record():
 
 def test_events_name_the_offsets_they_change():
     h = Harness()
-    h.c.commit_offsets("g", "", -1, None, [_p("t", 0, 1), _p("t", 1, 2)])
+    h.c.commit_offsets(OffsetCommitRequest("g", "", -1, None, [_p("t", 0, 1), _p("t", 1, 2)]))
     committed = [e for e in h.events if e.kind == E.OFFSETS_COMMITTED][-1]
     assert committed.details["partitions"] == [("t", 0), ("t", 1)]
     h.c.delete_offsets("g", [("t", 0), ("t", 2)])

@@ -1,0 +1,175 @@
+"""What the parts of the coordinator share: the groups, committed offsets, time, settings,
+and the operation in progress.
+
+An operation is one request or one timer. While it runs, the changes it makes are
+collected: records to write, events to publish, parked requests to answer, groups whose
+waiters must look again. When it ends, the records are written first (all of them, to the
+record sink); only if that succeeds are offsets changed (by replaying the records), events
+published and answers released. If the write fails for any reason, no answer of the
+operation says it succeeded: each carries COORDINATOR_NOT_AVAILABLE, nothing is
+published, offsets stay as they were, and the coordinator answers
+COORDINATOR_NOT_AVAILABLE from then on, until a restart rebuilds memory from what the
+disk holds. (Kafka reverts its in-memory snapshot and carries on; see docs/deviations.md.)
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from kcoord.coordinator.clock import Timer
+from kcoord.coordinator.config import CoordinatorConfig
+from kcoord.coordinator.events import EventBus, EventKind, GroupEvent, RebalanceCause
+from kcoord.coordinator.group import Group, Member
+from kcoord.coordinator.offsets import OffsetStore
+from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record, RecordSink
+from kcoord.coordinator.results import failed
+from kcoord.coordinator.state import GroupState
+from wire.errors import ErrorCode
+
+log = logging.getLogger("kcoord.coordinator")
+
+
+class TopicCatalog(Protocol):
+    def partition_exists(self, topic: str, partition: int) -> bool: ...
+
+
+@dataclass
+class _Operation:
+    records: list[Record] = field(default_factory=list)
+    events: list[GroupEvent] = field(default_factory=list)
+    answers: list[tuple[Callable[[Any], None], Any]] = field(default_factory=list)
+    changed: dict[str, None] = field(default_factory=dict)  # ordered set of group ids
+
+
+class CoordinatorContext:
+    def __init__(self, timer: Timer, config: CoordinatorConfig, topics: TopicCatalog | None, bus: EventBus):
+        self.timer = timer
+        self.config = config
+        self.topics = topics
+        self.bus = bus
+        self.groups: dict[str, Group] = {}
+        self.offsets = OffsetStore()
+        # Groups this node pretends not to coordinate right now (None: every group), and the
+        # error that says so: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or
+        # COORDINATOR_LOAD_IN_PROGRESS, as a broker would answer during failover or loading.
+        self.unavailable: dict[str | None, ErrorCode] = {}
+        self.record_sink: RecordSink | None = None
+        # Called after every change to a group: lets waiters (wait_for) re-check.
+        self.on_change: Callable[[str], None] | None = None
+        self._operation: _Operation | None = None
+
+    # ---------------------------------------------------------------- time
+    def now(self) -> int:
+        return self.timer.now_ms()
+
+    def schedule(self, key: str, delay_ms: int, fn: Callable[[], None]) -> None:
+        """A keyed timer whose expiry is an operation of its own."""
+        self.timer.schedule(key, delay_ms, lambda: self.operation(fn))
+
+    # ---------------------------------------------------------- operations
+    def operation(self, fn: Callable[[], Any]) -> Any:
+        """Run `fn` as one operation (or as part of the one in progress) and return its answer."""
+        if self._operation is not None:
+            return fn()
+        op = self._operation = _Operation()
+        try:
+            result = fn()
+        except BaseException:
+            self._operation = None
+            self._finish(op)  # what happened before the failure is still answered truthfully
+            raise
+        self._operation = None
+        return result if self._finish(op) else failed(result, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    def _finish(self, op: _Operation) -> bool:
+        """Write the operation's records, then make its changes visible; False if the write failed."""
+        if not self._write(op):
+            for respond, answer in op.answers:
+                respond(failed(answer, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return False
+        for record in op.records:
+            self._replay(record)
+        for event in op.events:
+            self.bus.publish(event)
+        for respond, answer in op.answers:
+            respond(answer)
+        if self.on_change is not None:
+            for group_id in op.changed:
+                self.on_change(group_id)
+        return True
+
+    def _write(self, op: _Operation) -> bool:
+        if not op.records or self.record_sink is None:
+            return True
+        try:
+            self.record_sink.append(op.records)
+        except Exception as err:  # a bug in encoding as much as a full disk: never acknowledged
+            log.error("writing %d records failed (%s: %s); every group answers COORDINATOR_NOT_AVAILABLE "
+                      "until a restart reloads the data dir", len(op.records), type(err).__name__, err)
+            self.unavailable[None] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return False
+        return True
+
+    def _replay(self, record: Record) -> None:
+        """Apply a written record to memory. Offsets change only here; a group's metadata
+        changed as the operation ran, and its tombstone takes the group's offsets along."""
+        if isinstance(record, OffsetCommitRecord):
+            if record.value is None:
+                self.offsets.delete(record.group_id, record.topic, record.partition)
+            else:
+                self.offsets.commit(record.group_id, record.topic, record.partition, record.value)
+        elif isinstance(record, GroupMetadataRecord) and record.value is None:
+            self.offsets.delete_group(record.group_id)
+
+    def write(self, record: Record) -> None:
+        if self._operation is not None:
+            self._operation.records.append(record)
+        else:
+            self.operation(lambda: self.write(record))
+
+    def answer(self, respond: Callable[[Any], None], result: Any) -> None:
+        """Answer a parked request once the operation's records are written."""
+        if self._operation is not None:
+            self._operation.answers.append((respond, result))
+        else:
+            respond(result)
+
+    def emit(self, kind: EventKind, group: Group, *, before: GroupState | None = None,
+             member: Member | None = None, member_id: str | None = None, reason: str | None = None,
+             cause: RebalanceCause | None = None, **details) -> None:
+        event = GroupEvent(
+            kind=kind, time_ms=self.now(), group_id=group.group_id, generation=group.generation,
+            state_before=str(before or group.state), state_after=str(group.state),
+            member_id=member.member_id if member else member_id,
+            instance_id=member.instance_id if member else None,
+            client_id=member.client_id if member else None,
+            client_host=member.client_host if member else None,
+            reason=reason, protocol=group.protocol_name, members=group.size, details=details, cause=cause)
+        if self._operation is not None:
+            self._operation.events.append(event)
+        else:
+            self.bus.publish(event)
+
+    def changed(self, group: Group) -> None:
+        if self._operation is not None:
+            self._operation.changed[group.group_id] = None
+        elif self.on_change is not None:
+            self.on_change(group.group_id)
+
+    # -------------------------------------------------------------- groups
+    def availability(self, group_id: str) -> ErrorCode:
+        """NONE, or the error every group request for `group_id` gets while it is unavailable."""
+        return self.unavailable.get(group_id) or self.unavailable.get(None) or ErrorCode.NONE
+
+    def transition(self, group: Group, target: GroupState) -> GroupState:
+        before = group.state
+        group.transition(target, self.now())
+        return before
+
+    def make_dead(self, group: Group) -> None:
+        before = self.transition(group, GroupState.DEAD)
+        self.groups.pop(group.group_id, None)
+        self.write(GroupMetadataRecord(group.group_id, None))
+        self.emit(EventKind.DEAD, group, before=before)
+        self.changed(group)

@@ -1,0 +1,46 @@
+"""Admin requests about groups: DescribeGroups, ListGroups, DeleteGroups."""
+from __future__ import annotations
+
+from kcoord.coordinator.context import CoordinatorContext
+from kcoord.coordinator.group import Group
+from kcoord.coordinator.results import GroupDescription
+from kcoord.coordinator.state import GroupState
+from wire.errors import ErrorCode
+
+S = GroupState
+
+
+class GroupAdmin:
+    def __init__(self, ctx: CoordinatorContext):
+        self.ctx = ctx
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        ctx = self.ctx
+        if ctx.availability(group_id):
+            return GroupDescription(group_id, ctx.availability(group_id), "", "", "", [])
+        group = ctx.groups.get(group_id)
+        if group is None:
+            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, "Dead", "", "", [])
+        stable = group.is_in(S.STABLE)
+        members = [{"member_id": m.member_id, "group_instance_id": m.instance_id, "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": m.metadata(group.protocol_name) if stable else b"",
+                    "member_assignment": m.assignment if stable else b""}
+                   for m in group.members.values()]
+        return GroupDescription(group_id, ErrorCode.NONE, str(group.state), group.protocol_type or "",
+                                group.protocol_name if stable else "", members)
+
+    def list_groups(self, states: set[str] | None = None) -> list[Group]:
+        wanted = {s.lower() for s in states} if states else None
+        return [g for g in self.ctx.groups.values()
+                if not g.is_in(S.DEAD) and (wanted is None or str(g.state).lower() in wanted)]
+
+    def delete_group(self, group_id: str) -> ErrorCode:
+        """The group and its offsets go (its tombstone takes the offsets along when replayed)."""
+        group = self.ctx.groups.get(group_id)
+        if group is None or group.is_in(S.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if not group.is_in(S.EMPTY):
+            return ErrorCode.NON_EMPTY_GROUP
+        self.ctx.make_dead(group)
+        return ErrorCode.NONE

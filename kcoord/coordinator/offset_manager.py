@@ -1,0 +1,162 @@
+"""Committed offsets: OffsetCommit's validation, OffsetFetch, OffsetDelete and retention.
+
+Offsets change in memory only when their records are replayed, after they were written
+(see context.py): a commit whose record could not be written leaves no trace.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from kcoord.coordinator.context import CoordinatorContext
+from kcoord.coordinator.events import EventKind as K
+from kcoord.coordinator.group import Group
+from kcoord.coordinator.membership import ClassicMembership
+from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.records import OffsetCommitRecord, offset_tombstone
+from kcoord.coordinator.requests import OffsetCommitRequest
+from kcoord.coordinator.results import FetchedOffset, OffsetCommitResult, OffsetDeleteResult
+from kcoord.coordinator.state import GroupState
+from wire.errors import ErrorCode
+
+S = GroupState
+_RETENTION_KEY = "offsets-retention"
+
+
+class OffsetManager:
+    def __init__(self, ctx: CoordinatorContext, membership: ClassicMembership):
+        self.ctx = ctx
+        self.membership = membership
+
+    # ============================================================ OffsetCommit
+    def _validate_commit(self, req: OffsetCommitRequest) -> tuple[Group | None, ErrorCode]:
+        ctx = self.ctx
+        group = ctx.groups.get(req.group_id)
+        if group is None:
+            if req.generation_id < 0:  # admin client or a consumer without group management
+                group = Group(req.group_id, created_ms=ctx.now())
+                group.emptied_at_ms = None  # a simple group: offsets age from their commit time
+                ctx.groups[req.group_id] = group
+                return group, ErrorCode.NONE
+            return None, ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION
+        if group.is_in(S.DEAD):
+            return group, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation_id < 0 and group.is_in(S.EMPTY):
+            return group, ErrorCode.NONE
+        if group.is_in(S.COMPLETING_REBALANCE):
+            return group, ErrorCode.REBALANCE_IN_PROGRESS
+        error = group.validate_member(req.member_id, req.instance_id)
+        if error:
+            return group, error
+        if req.generation_id != group.generation:
+            return group, ErrorCode.ILLEGAL_GENERATION
+        return group, ErrorCode.NONE
+
+    def commit_offsets(self, req: OffsetCommitRequest) -> OffsetCommitResult:
+        ctx = self.ctx
+        if not req.group_id:
+            return OffsetCommitResult(ErrorCode.INVALID_GROUP_ID, [(p.topic, p.partition, ErrorCode.INVALID_GROUP_ID)
+                                                                   for p in req.partitions])
+        group, error = ((None, ctx.availability(req.group_id)) if ctx.availability(req.group_id)
+                        else self._validate_commit(req))
+        if error:
+            return OffsetCommitResult(error, [(p.topic, p.partition, error) for p in req.partitions])
+        member = group.members.get(req.member_id)
+        if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
+            self.membership.schedule_heartbeat(group, member)  # a commit is a heartbeat
+        now = ctx.now()
+        expire_ms = now + req.retention_ms if req.retention_ms is not None and req.retention_ms >= 0 else None
+        results = []
+        committed = []
+        for p in req.partitions:
+            if p.metadata is not None and len(p.metadata.encode("utf-8")) > ctx.config.offset_metadata_max_bytes:
+                results.append((p.topic, p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+            elif ctx.topics is not None and not ctx.topics.partition_exists(p.topic, p.partition):
+                results.append((p.topic, p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                ctx.write(OffsetCommitRecord(req.group_id, p.topic, p.partition,
+                                             CommittedOffset(p.offset, p.leader_epoch, p.metadata or "", now,
+                                                             expire_ms)))
+                results.append((p.topic, p.partition, ErrorCode.NONE))
+                committed.append((p.topic, p.partition))
+        if committed:
+            ctx.emit(K.OFFSETS_COMMITTED, group, member=member, count=len(committed), partitions=committed)
+        return OffsetCommitResult(ErrorCode.NONE, results)
+
+    # ============================================================= OffsetFetch
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
+                      ) -> tuple[ErrorCode, list[FetchedOffset]]:
+        """Committed offsets; unknown groups/partitions give offset -1 without error, as Kafka does."""
+        ctx = self.ctx
+        if ctx.availability(group_id):
+            return ctx.availability(group_id), []
+        group = ctx.groups.get(group_id)
+        if group is not None and group.is_in(S.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        if partitions is None:
+            stored = ctx.offsets.all(group_id)
+            return ErrorCode.NONE, [FetchedOffset(t, p, v.offset, v.leader_epoch, v.metadata)
+                                    for (t, p), v in sorted(stored.items())]
+        out = []
+        for topic, partition in partitions:
+            v = ctx.offsets.get(group_id, topic, partition)
+            out.append(FetchedOffset(topic, partition, -1, -1, "") if v is None
+                       else FetchedOffset(topic, partition, v.offset, v.leader_epoch, v.metadata))
+        return ErrorCode.NONE, out
+
+    # ============================================================ OffsetDelete
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
+                       subscribed_topics: Callable[[Group], set[str]] | None = None) -> OffsetDeleteResult:
+        ctx = self.ctx
+        group = ctx.groups.get(group_id)
+        if group is None or group.is_in(S.DEAD):
+            return OffsetDeleteResult(ErrorCode.GROUP_ID_NOT_FOUND)
+        subscribed = set()
+        if not group.is_in(S.EMPTY) and subscribed_topics is not None:
+            subscribed = subscribed_topics(group)
+        results = []
+        deleted = []
+        for topic, partition in partitions:
+            if topic in subscribed:
+                results.append((topic, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                continue
+            if ctx.offsets.get(group_id, topic, partition) is not None and (topic, partition) not in deleted:
+                ctx.write(offset_tombstone(group_id, topic, partition))
+                deleted.append((topic, partition))
+            results.append((topic, partition, ErrorCode.NONE))
+        if deleted:
+            ctx.emit(K.OFFSETS_DELETED, group, count=len(deleted), partitions=deleted)
+        return OffsetDeleteResult(ErrorCode.NONE, results)
+
+    # =============================================================== retention
+    def schedule_retention(self) -> None:
+        self.ctx.schedule(_RETENTION_KEY, self.ctx.config.offsets_retention_check_interval_ms,
+                          self._expire_offsets)
+
+    def _expire_offsets(self) -> None:
+        ctx = self.ctx
+        now = ctx.now()
+        # Groups with offsets, and Empty groups without any (Kafka drops those at this check too).
+        candidates = dict.fromkeys(ctx.offsets.groups())
+        candidates.update(dict.fromkeys(g.group_id for g in ctx.groups.values() if g.is_in(S.EMPTY)))
+        for group_id in candidates:
+            group = ctx.groups.get(group_id)
+            if group is not None and not group.is_in(S.EMPTY):
+                continue  # offsets of an active group never expire here
+            base = None if group is None or group.protocol_type is None else group.emptied_at_ms
+            stored = ctx.offsets.all(group_id)
+            expired = ctx.offsets.expired(group_id, now, ctx.config.offsets_retention_ms, base)
+            for topic, partition in expired:
+                ctx.write(offset_tombstone(group_id, topic, partition))
+            if expired and group is not None:
+                ctx.emit(K.OFFSETS_EXPIRED, group, count=len(expired), partitions=expired)
+            if group is not None and len(expired) == len(stored):
+                ctx.make_dead(group)
+        self.schedule_retention()
+
+    def load_offset(self, group_id: str, topic: str, partition: int, value: CommittedOffset) -> None:
+        """Restore one committed offset; a simple group (offsets but no metadata) comes back Empty."""
+        ctx = self.ctx
+        ctx.offsets.commit(group_id, topic, partition, value)
+        if group_id not in ctx.groups:
+            # No metadata record: a simple group, whose offsets age from their commit time.
+            ctx.groups[group_id] = Group(group_id, value.commit_ms)

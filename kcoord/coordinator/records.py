@@ -1,0 +1,62 @@
+"""The records the coordinator writes: what a restart needs to rebuild groups and offsets
+(Kafka's GroupMetadata and OffsetCommit records of `__consumer_offsets`).
+
+An operation of the coordinator computes its records together with its response; the
+records reach the record sink (durable state) before any response is released, and
+offsets change in memory only by replaying a written record. The sink's format on disk
+is its own business (`kcoord.storage`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Union
+
+from kcoord.coordinator.group import Group
+from kcoord.coordinator.offsets import CommittedOffset
+
+
+@dataclass(frozen=True)
+class GroupMetadataRecord:
+    """A group's metadata, or its tombstone (value None: the group is gone)."""
+    group_id: str
+    value: dict | None
+
+
+@dataclass(frozen=True)
+class OffsetCommitRecord:
+    """One committed offset, or its tombstone (value None: deleted or expired)."""
+    group_id: str
+    topic: str
+    partition: int
+    value: CommittedOffset | None
+
+
+Record = Union[GroupMetadataRecord, OffsetCommitRecord]
+
+
+class RecordSink(Protocol):
+    def append(self, records: list[Record]) -> None:
+        """Write `records`, all or nothing as far as acknowledgement goes: any exception means
+        none of them may be acknowledged."""
+
+
+def group_metadata(group: Group) -> GroupMetadataRecord:
+    """What a restarted coordinator needs to rebuild `group`."""
+    return GroupMetadataRecord(group.group_id, {
+        "group_id": group.group_id, "generation": group.generation, "created_ms": group.created_ms,
+        "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
+        "leader_id": group.leader_id, "emptied_at_ms": group.emptied_at_ms,
+        "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
+                     "client_host": m.client_host, "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                     "session_timeout_ms": m.session_timeout_ms, "protocol_type": m.protocol_type,
+                     "protocols": list(m.protocols), "assignment": m.assignment}
+                    for m in group.members.values()],
+    })
+
+
+def group_tombstone(group_id: str) -> GroupMetadataRecord:
+    return GroupMetadataRecord(group_id, None)
+
+
+def offset_tombstone(group_id: str, topic: str, partition: int) -> OffsetCommitRecord:
+    return OffsetCommitRecord(group_id, topic, partition, None)

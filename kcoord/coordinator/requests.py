@@ -1,0 +1,66 @@
+"""What a client asks the coordinator, as handlers translate it from the wire."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class JoinRequest:
+    group_id: str
+    member_id: str
+    instance_id: str | None
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]     # (name, metadata), in the member's preference order
+    session_timeout_ms: int
+    rebalance_timeout_ms: int              # -1 before JoinGroup v1: the session timeout is used
+    client_id: str
+    client_host: str
+    require_known_member_id: bool = True   # v4+ (KIP-394)
+    supports_skip_assignment: bool = True  # v9+ (KIP-814)
+    reason: str | None = None
+
+
+@dataclass
+class SyncRequest:
+    group_id: str
+    member_id: str
+    generation_id: int
+    instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    generation_id: int
+    instance_id: str | None = None
+
+
+@dataclass
+class LeaveMember:
+    member_id: str
+    instance_id: str | None
+    reason: str | None = None
+
+
+@dataclass
+class OffsetCommitPartition:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+
+
+@dataclass
+class OffsetCommitRequest:
+    group_id: str
+    member_id: str
+    generation_id: int
+    instance_id: str | None
+    partitions: list[OffsetCommitPartition]
+    version: int = 9           # GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before
+    retention_ms: int = -1     # v2-4 retention_time_ms; -1: the broker's retention
