@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Awaitable, Callable
 
+from kcoord.api import NoErrorResponse, registry
 from wire import codec
 from wire.errors import ErrorCode
 
@@ -38,10 +39,6 @@ log = logging.getLogger("kcoord.faults")
 ACTIONS = ("error", "delay", "drop_before", "drop_after", "unavailable", "expire_member", "rebalance")
 UNAVAILABLE_ERRORS = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
                       ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-API_NAMES = {"Produce": 0, "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9,
-             "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12, "LeaveGroup": 13, "SyncGroup": 14,
-             "DescribeGroups": 15, "ListGroups": 16, "ApiVersions": 18, "CreateTopics": 19,
-             "DeleteGroups": 42, "OffsetDelete": 47}
 _ids = itertools.count(1)
 
 
@@ -57,10 +54,11 @@ def _api_key(value) -> int | None:
     text = str(value)
     if text.lstrip("-").isdigit():
         return int(text)
-    for name, key in API_NAMES.items():
-        if name.lower() == text.lower():
-            return key
-    raise FaultRuleError(f"unknown api {value!r} (a key number or one of {', '.join(API_NAMES)})")
+    served = registry().values()
+    for descriptor in served:
+        if descriptor.name.lower() == text.lower():
+            return int(descriptor.key)
+    raise FaultRuleError(f"unknown api {value!r} (a key number or one of {', '.join(d.name for d in served)})")
 
 
 def _error_code(value) -> ErrorCode:
@@ -141,7 +139,8 @@ class FaultRule:
         if self.error is not None:
             out["error"] = self.error.name
         if self.api is not None:
-            out["api_name"] = next((n for n, k in API_NAMES.items() if k == self.api), str(self.api))
+            descriptor = registry().get(self.api)
+            out["api_name"] = descriptor.name if descriptor else str(self.api)
         return out
 
     def expired(self, now: float) -> bool:
@@ -165,50 +164,19 @@ class FaultRule:
         return True
 
 
-def request_group(api_key: int, body) -> str | None:
-    if api_key == 10:  # FindCoordinator: the key, for group keys
-        if body.get("key_type", 0) != 0:
-            return None
-        keys = body.get("coordinator_keys")
-        return keys[0] if keys else body.get("key")
-    if api_key == 9 and body.get("groups"):
-        return body.groups[0].group_id
-    if api_key in (15, 42):
-        groups = body.get("groups") or body.get("groups_names") or []
-        return groups[0] if groups else None
-    return body.get("group_id")
+def request_group(api_key: int, api_version: int, body) -> str | None:
+    """The group a rule's `group` is matched against: the first the request names."""
+    descriptor = registry().get(api_key)
+    groups = descriptor.group_ids(api_version, body) if descriptor else []
+    return groups[0] if groups else None
 
 
 def error_body(api_key: int, api_version: int, body, error: ErrorCode) -> dict:
     """The response Kafka sends when request `body` fails as a whole with `error`."""
-    code = int(error)
-    if api_key == 11:  # JoinGroup: the member id given is echoed back
-        return {"error_code": code, "generation_id": -1, "member_id": body.get("member_id", ""),
-                "protocol_name": None if api_version >= 7 else "", "leader": "", "members": []}
-    if api_key == 8:  # OffsetCommit: the error on every partition (topics by name, or by id from v10)
-        return {"topics": [{"name": t.get("name"), "topic_id": t.get("topic_id"),
-                            "partitions": [{"partition_index": p.partition_index, "error_code": code}
-                                           for p in t.partitions]}
-                           for t in body.topics]}
-    if api_key == 9:  # OffsetFetch: per group from v8, top level before
-        if api_version >= 8:
-            return {"groups": [{"group_id": g.group_id, "topics": [], "error_code": code} for g in body.groups]}
-        return {"topics": [], "error_code": code}
-    if api_key == 10:
-        none = {"node_id": -1, "host": "", "port": -1}
-        if api_version >= 4:
-            return {"coordinators": [{"key": k, "error_code": code, **none} for k in body.coordinator_keys]}
-        return {"error_code": code, **none}
-    if api_key == 15:
-        return {"groups": [{"group_id": g, "error_code": code, "group_state": "", "protocol_type": "",
-                            "protocol_data": "", "members": []} for g in body.groups]}
-    if api_key == 42:
-        return {"results": [{"group_id": g, "error_code": code} for g in body.groups_names]}
-    layout = codec.message(api_key, api_version, "response")
-    if not any(name == "error_code" for name, _ in layout.tree.fields):
-        raise FaultRuleError(f"api {api_key} v{api_version} has no top-level error code: "
-                             "use drop_before/delay for it")
-    return {"error_code": code}
+    try:
+        return registry()[api_key].failure(api_version, body, error)
+    except NoErrorResponse as err:
+        raise FaultRuleError(f"{err}: use drop_before/delay for it") from None
 
 
 class FaultInjector:
@@ -287,7 +255,7 @@ class FaultInjector:
         self.seen[req.api_key] = self.seen.get(req.api_key, 0) + 1
         self._seq += 1
         body = req.body
-        group = request_group(req.api_key, body) if isinstance(body, dict) else None
+        group = request_group(req.api_key, req.api_version, body) if isinstance(body, dict) else None
         self.history.append((self._seq, req.api_key, group))
         if not self.rules:
             return await handle()

@@ -13,13 +13,13 @@ import logging
 import struct
 import time
 
-from kcoord.api import HANDLERS, RequestContext, load_all
+from kcoord.api import RequestContext, registry
 from kcoord.metrics import top_level_error
 from kcoord.limits import ConnectionLimits
 from wire import codec
 from wire.codec import API_VERSIONS_KEY, UnsupportedVersionError
 from wire.errors import ErrorCode
-from wire.framing import FrameError, encode_frame, read_frame
+from wire.framing import FrameError, FrameTooLarge, encode_frame, read_frame
 from wire.types import DecodeError
 
 log = logging.getLogger("kcoord.server")
@@ -35,7 +35,12 @@ class Connection:
         self.writer = writer
         peer = writer.get_extra_info("peername") or ("?", 0)
         self.host, self.port = peer[0], peer[1]
-        self.client_software: tuple[str, str] | None = None
+        self.client_software: tuple[str, str] | None = None   # from ApiVersions v3+
+        # kcoord.security.gate.ConnectionAuth, while SASL is on: the login's progress.
+        self.sasl = None
+        self.principal: str | None = None   # the SASL user name once logged in
+        # Set by whoever answers a request that ends the connection (a failed login).
+        self.close_after_response = False
 
     def __repr__(self):
         return f"connection {self.id} from {self.host}:{self.port}"
@@ -61,7 +66,7 @@ class KafkaServer:
         self.metrics = None  # kcoord.metrics.Metrics, set by the app
         # A kcoord.faults.FaultInjector, or None: every request passes through it.
         self.faults = None
-        load_all()
+        self.apis = registry()
 
     async def start(self) -> tuple[str, int]:
         self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True,
@@ -110,11 +115,11 @@ class KafkaServer:
             try:
                 async with asyncio.timeout(self.limits.idle_seconds):
                     payload = await read_frame(conn.reader, self.max_frame_bytes)
+            except FrameTooLarge as err:
+                self.limits.hit("socket.request.max.bytes", conn.host, "closing %s: %s", conn, err)
+                return
             except FrameError as err:
-                if "socket.request.max.bytes" in str(err):
-                    self.limits.hit("socket.request.max.bytes", conn.host, "closing %s: %s", conn, err)
-                else:
-                    log.warning("closing %s: %s", conn, err)
+                log.warning("closing %s: %s", conn, err)
                 return
             except TimeoutError:
                 self.limits.hit("connections.max.idle.ms", conn.host, "closing %s: idle for %d ms "
@@ -132,7 +137,7 @@ class KafkaServer:
                     observe(conn, "response", response)
                 conn.writer.write(encode_frame(response))
                 await conn.writer.drain()
-            if getattr(conn, "close_after_response", False):
+            if conn.close_after_response:
                 return
 
     async def _handle(self, conn: Connection, payload: bytes):
@@ -148,31 +153,31 @@ class KafkaServer:
         except DecodeError as err:
             log.warning("closing %s: malformed request: %s", conn, err)
             return False
-        handler = HANDLERS.get(req.api_key)
-        if handler is None or not handler.min_version <= req.api_version <= handler.max_version:
+        api = self.apis.get(req.api_key)
+        if api is None or not api.serves(req.api_version):
             return self._unsupported(conn, payload, UnsupportedVersionError(req.api_key, req.api_version))
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
                              req.client_id, conn.host, conn)
         if self.faults is not None:
-            return await self.faults.around(req, lambda: self._respond(handler, ctx, req),
-                                            answered=lambda body: self._observe(handler, req, body, 0.0))
-        return await self._respond(handler, ctx, req)
+            return await self.faults.around(req, lambda: self._respond(api, ctx, req),
+                                            answered=lambda body: self._observe(api, req, body, 0.0))
+        return await self._respond(api, ctx, req)
 
-    async def _respond(self, handler, ctx: RequestContext, req):
+    async def _respond(self, api, ctx: RequestContext, req):
         started = time.perf_counter()
         if self.acls is not None:
             body = await self.acls.authorize(ctx.connection, req.api_key, req.api_version, req.body,
-                                             lambda allowed: handler.fn(ctx, allowed))
+                                             lambda allowed: api.handler(ctx, allowed))
         else:
-            body = await handler.fn(ctx, req.body)
-        self._observe(handler, req, body, time.perf_counter() - started)
+            body = await api.handler(ctx, req.body)
+        self._observe(api, req, body, time.perf_counter() - started)
         if body is None:
             return None
         return codec.encode_response(req.api_key, req.api_version, {"correlation_id": req.correlation_id}, body)
 
-    def _observe(self, handler, req, body, seconds: float) -> None:
+    def _observe(self, api, req, body, seconds: float) -> None:
         if self.metrics is not None:
-            self.metrics.observe_request(handler.name, req.api_version, top_level_error(body), seconds)
+            self.metrics.observe_request(api.name, req.api_version, top_level_error(body), seconds)
 
     def _unsupported(self, conn: Connection, payload: bytes, err: UnsupportedVersionError):
         # Kafka answers an ApiVersions request it cannot parse with a v0 response

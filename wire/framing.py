@@ -13,6 +13,10 @@ class FrameError(ValueError):
     """A frame that cannot be read: the connection it came from must be closed."""
 
 
+class FrameTooLarge(FrameError):
+    """A frame over the size limit (Kafka's socket.request.max.bytes), which a server counts as a limit hit."""
+
+
 def encode_frame(payload: bytes) -> bytes:
     return _SIZE.pack(len(payload)) + payload
 
@@ -21,7 +25,7 @@ def check_size(size: int, max_size: int) -> None:
     if size < 0:
         raise FrameError(f"invalid negative frame size {size}")
     if size > max_size:
-        raise FrameError(f"frame size {size} is larger than the maximum {max_size} "
+        raise FrameTooLarge(f"frame size {size} is larger than the maximum {max_size} "
                          f"(socket.request.max.bytes)")
 
 

@@ -1,21 +1,26 @@
-"""ApiVersions (key 18), v0-4.
+"""ApiVersions: what this broker serves.
 
-Advertises exactly the handlers registered in `kcoord.api`: the Java client
+Advertises exactly the registry of `kcoord.api`: the Java client
 switches to newer APIs (ConsumerGroupDescribe, DescribeTopicPartitions,
 GetTelemetrySubscriptions) as soon as they are advertised, so nothing is
 advertised that is not implemented completely.
 """
-from kcoord.api import HANDLERS, handles
+from kcoord.api import ApiDescriptor, ApiKey, registry
 from wire.errors import ErrorCode
 
 
 def advertised_versions() -> list[dict]:
-    return [{"api_key": h.api_key, "min_version": h.min_version, "max_version": h.max_version}
-            for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)]
+    return [{"api_key": d.key, "min_version": d.min_version, "max_version": d.max_version}
+            for d in registry().values()]
 
 
-@handles(18, "ApiVersions", 0, 4)
 async def api_versions(ctx, req):
     if ctx.api_version >= 3:
         ctx.connection.client_software = (req.client_software_name, req.client_software_version)
     return {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(), "throttle_time_ms": 0}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.API_VERSIONS, 0, 4, api_versions,
+    "advertises exactly this table; an unknown version gets a v0 answer with UNSUPPORTED_VERSION",
+    version_notes={3: "the client's software name and version, kept per connection"})

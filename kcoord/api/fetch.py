@@ -1,4 +1,4 @@
-"""Fetch (key 1), v4-18: long-polling reads of the in-memory partitions.
+"""Fetch: long-polling reads of the in-memory partitions.
 
 Sessionless only: answering with session id 0 makes every client send full
 fetch requests (KIP-227 allows a broker to decline sessions). Transactions are
@@ -7,7 +7,7 @@ offset equals the high watermark.
 """
 import asyncio
 
-from kcoord.api import handles
+from kcoord.api import ApiDescriptor, ApiKey
 from wire.errors import ErrorCode
 
 
@@ -45,7 +45,6 @@ def _collect(ctx, req):
     return responses, total
 
 
-@handles(1, "Fetch", 4, 18)
 async def fetch(ctx, req):
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
@@ -60,3 +59,9 @@ async def fetch(ctx, req):
 
 def _has_error(responses):
     return any(p["error_code"] for t in responses for p in t["partitions"])
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.FETCH, 4, 18, fetch,
+    "long poll woken by produce; sessionless (session id 0)",
+    version_notes={13: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"})

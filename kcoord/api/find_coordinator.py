@@ -1,29 +1,30 @@
-"""FindCoordinator (key 10), v0-6: this node coordinates every group.
+"""FindCoordinator: this node coordinates every group.
 
 Transaction keys get this node too; transactions themselves are not served,
 so a transactional producer fails later with a clear UNSUPPORTED_VERSION.
 """
-from kcoord.api import handles
+from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupBatch, GroupOperation
 from wire.errors import ErrorCode
 
 GROUP, TRANSACTION = 0, 1
+BATCHED_SINCE = 4
+_NO_NODE = {"node_id": -1, "host": "", "port": -1}
 
 
 def _answer(ctx, key_type, key):
     if key_type not in (GROUP, TRANSACTION):
-        return ErrorCode.INVALID_REQUEST, {"node_id": -1, "host": "", "port": -1}
+        return ErrorCode.INVALID_REQUEST, _NO_NODE
     # While a group's coordinator is "not available" (fault injection), so is finding it;
     # NOT_COORDINATOR / LOAD_IN_PROGRESS still point clients here, as a real cluster would.
     if key_type == GROUP and ctx.broker.coordinator.core.availability(key) == ErrorCode.COORDINATOR_NOT_AVAILABLE:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, {"node_id": -1, "host": "", "port": -1}
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, _NO_NODE
     node = ctx.broker.node()
     return ErrorCode.NONE, {"node_id": node["node_id"], "host": node["host"], "port": node["port"]}
 
 
-@handles(10, "FindCoordinator", 0, 6)
 async def find_coordinator(ctx, req):
     key_type = req.get("key_type", GROUP)
-    if ctx.api_version < 4:
+    if ctx.api_version < BATCHED_SINCE:
         code, node = _answer(ctx, key_type, req.key)
         return {"throttle_time_ms": 0, "error_code": code, "error_message": None, **node}
     coordinators = []
@@ -31,3 +32,32 @@ async def find_coordinator(ctx, req):
         code, node = _answer(ctx, key_type, key)
         coordinators.append({"key": key, "error_code": code, "error_message": None, **node})
     return {"throttle_time_ms": 0, "coordinators": coordinators}
+
+
+_KEYS = GroupBatch("coordinator_keys", lambda key: key, "coordinators",
+                   lambda key, code: {"key": key, "error_code": code, **_NO_NODE})
+
+
+def _keys(version):
+    return _KEYS if version >= BATCHED_SINCE else None
+
+
+def _groups(version, body):
+    """Only group keys name groups (transaction ids are no group's)."""
+    if body.get("key_type", GROUP) != GROUP:
+        return None
+    return _keys(version) or body.key
+
+
+def _failed(version, body, code):
+    keys = _keys(version)
+    return keys.failed(body, code) if keys else {"error_code": code, **_NO_NODE}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator,
+    "this node for GROUP and TRANSACTION keys",
+    version_notes={1: "key types (group or transaction)", BATCHED_SINCE: "several keys per request (KIP-699)"},
+    groups=_groups,
+    group_acl=GroupAcl(GroupOperation.DESCRIBE, denied_message="Not authorized to access group"),
+    error_response=_failed)

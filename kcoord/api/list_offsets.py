@@ -1,6 +1,6 @@
-"""ListOffsets (key 2), v1-11: earliest, latest, by timestamp, max timestamp; the tiered
+"""ListOffsets: earliest, latest, by timestamp, max timestamp; the tiered
 sentinels answer "no offset" since nothing is tiered."""
-from kcoord.api import handles
+from kcoord.api import ApiDescriptor, ApiKey
 from wire.errors import ErrorCode
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
@@ -30,7 +30,6 @@ def _lookup(partition, timestamp, version):
     return partition.offset_for_timestamp(timestamp)
 
 
-@handles(2, "ListOffsets", 1, 11)
 async def list_offsets(ctx, req):
     store = ctx.broker.topics
     topics = []
@@ -53,3 +52,11 @@ async def list_offsets(ctx, req):
             parts.append(r)
         topics.append({"name": t.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.LIST_OFFSETS, 1, 11, list_offsets,
+    "earliest, latest, by timestamp, max timestamp; the tiered sentinels (−5, −6) answer offset −1 "
+    "(nothing is tiered); a sentinel older than its version gets UNSUPPORTED_VERSION",
+    version_notes={version: f"sentinel timestamp {timestamp}" for timestamp, version in _SENTINEL_MIN_VERSION.items()
+                   if version > 0})

@@ -1,11 +1,7 @@
-"""Metadata (key 3), v0-13: one broker (this node) leads every partition."""
-from kcoord.api import handles
+"""Metadata: one broker (this node) leads every partition."""
+from kcoord.api import NO_AUTHORIZED_OPERATIONS, ApiDescriptor, ApiKey
 from kcoord.log.topics import TopicError
 from wire.errors import ErrorCode
-
-# Sentinel for "authorized operations not requested" (Kafka's Integer.MIN_VALUE).
-_NO_OPS = -(2**31)
-
 
 def _topic_entry(broker, topic, version):
     return {
@@ -19,11 +15,10 @@ def _topic_entry(broker, topic, version):
              "offline_replicas": []}
             for p in topic.partitions
         ],
-        "topic_authorized_operations": _NO_OPS,
+        "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
     }
 
 
-@handles(3, "Metadata", 0, 13)
 async def metadata(ctx, req):
     broker = ctx.broker
     store = broker.topics
@@ -59,5 +54,12 @@ async def metadata(ctx, req):
         "cluster_id": broker.config.cluster_id,
         "controller_id": broker.node_id,
         "topics": topics,
-        "cluster_authorized_operations": _NO_OPS,
+        "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
     }
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.METADATA, 0, 13, metadata,
+    "one broker (node 0) leads every partition; topic ids; auto-create",
+    version_notes={1: "a null topic list asks for every topic (an empty one did in v0)",
+                   4: "auto-creation can be declined", 10: "topic ids", 12: "topics asked for by id alone"})

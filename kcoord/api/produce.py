@@ -1,14 +1,13 @@
-"""Produce (key 0), v3-13: record batches v2 appended to in-memory partitions.
+"""Produce: record batches v2 appended to in-memory partitions.
 
 acks=0 gets no response, as in Kafka. Idempotent producers' sequences are
 checked per (producer id, partition) like Kafka's producer state.
 """
-from kcoord.api import handles
+from kcoord.api import ApiDescriptor, ApiKey
 from kcoord.log.partition import AppendError
 from wire.errors import ErrorCode
 
 
-@handles(0, "Produce", 3, 13, may_skip_response=True)
 async def produce(ctx, req):
     store = ctx.broker.topics
     appended = False
@@ -44,3 +43,9 @@ async def produce(ctx, req):
     if req.acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.PRODUCE, 3, 13, produce,
+    "record batches v2, offsets assigned, acks 0/1/-1, idempotent sequence checks",
+    version_notes={13: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"})

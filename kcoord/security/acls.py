@@ -9,13 +9,10 @@ Off unless `--group-acls FILE` is given; then anything not allowed is denied (Ka
     User:*           Describe    *
 
 Principals are Kafka's: `User:<SASL name>`, or `User:ANONYMOUS` on a listener without
-SASL; `User:*` matches every principal. Operations and the APIs that need them, as
-Kafka's authorizer checks the GROUP resource:
-
-    Read      JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch
-    Describe  FindCoordinator (group keys), DescribeGroups, ListGroups (filters the list)
-    Delete    DeleteGroups, OffsetDelete
-    All       every operation
+SASL; `User:*` matches every principal. Operations are those of Kafka's authorizer on
+the GROUP resource: Read, Describe, Delete, and All for every operation. Which one an
+API needs is its descriptor's `group_acl` (kcoord.api); ListGroups, needing Describe,
+shows only the groups the principal may describe.
 
 Read and Delete imply Describe, as in Kafka. A denied request gets
 GROUP_AUTHORIZATION_FAILED (30) for that group: batched requests answer each group on
@@ -28,20 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
 
+from kcoord.api import GroupBatch, GroupOperation, registry
 from wire.errors import ErrorCode
 from wire.types import Message
 
 log = logging.getLogger("kcoord.security")
 
-READ, DESCRIBE, DELETE, ALL = "Read", "Describe", "Delete", "All"
-OPERATIONS = (READ, DESCRIBE, DELETE, ALL)
+READ, DESCRIBE, DELETE, ALL = GroupOperation
+OPERATIONS = tuple(GroupOperation)
 # What a granted operation also allows (Kafka: READ, WRITE, DELETE and ALTER imply DESCRIBE).
 _IMPLIES = {READ: {READ, DESCRIBE}, DESCRIBE: {DESCRIBE}, DELETE: {DELETE, DESCRIBE}, ALL: set(OPERATIONS)}
 DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 ANONYMOUS = "User:ANONYMOUS"
-
-# api key -> operation, for requests about one group (`group_id`).
-_ONE_GROUP = {11: READ, 14: READ, 12: READ, 13: READ, 8: READ, 47: DELETE}
 
 
 class AclFileError(ValueError):
@@ -63,7 +58,7 @@ class Rule:
 
 
 def principal_of(connection) -> str:
-    name = getattr(connection, "principal", None)
+    name = connection.principal
     return f"User:{name}" if name else ANONYMOUS
 
 
@@ -103,53 +98,33 @@ class GroupAcls:
                         handle: Callable[[Message], Awaitable[dict | None]]) -> dict | None:
         """The response to `body`: from `handle` for what the principal may do, with
         GROUP_AUTHORIZATION_FAILED for each group it may not."""
-        from kcoord.faults import error_body
-
-        principal = principal_of(connection)
-        if api_key in _ONE_GROUP:
-            if self.allowed(principal, _ONE_GROUP[api_key], body.group_id):
-                return await handle(body)
-            return error_body(api_key, api_version, body, DENIED)
-        if api_key == 16:  # ListGroups shows only the groups the principal may describe
-            response = await handle(body)
-            response["groups"] = [g for g in response["groups"] if self.allowed(principal, DESCRIBE, g["group_id"])]
-            return response
-        batch = _batched(api_key, api_version, body)
-        if batch is None:
+        descriptor = registry()[api_key]
+        acl = descriptor.group_acl
+        if acl is None:
             return await handle(body)
-        field, key, operation, answer_field, denied_answer = batch
-        items = body[field] if field else [body]
-        denied = {key(i) for i in items if not self.allowed(principal, operation, key(i))}
+        principal = principal_of(connection)
+        if acl.filters is not None:
+            response = await handle(body)
+            response[acl.filters] = [g for g in response[acl.filters]
+                                     if self.allowed(principal, acl.operation, g["group_id"])]
+            return response
+        named = descriptor.groups(api_version, body)
+        if named is None:
+            return await handle(body)
+        if not isinstance(named, GroupBatch):
+            if self.allowed(principal, acl.operation, named):
+                return await handle(body)
+            return descriptor.failure(api_version, body, DENIED)
+        items = body[named.request_field]
+        denied = {named.group_of(i) for i in items if not self.allowed(principal, acl.operation, named.group_of(i))}
         if not denied:
             return await handle(body)
-        if field is None or len(denied) == len(items):
-            return error_body(api_key, api_version, body, DENIED)
+        if len(denied) == len(items):
+            return descriptor.failure(api_version, body, DENIED)
         allowed_body = Message(body)
-        allowed_body[field] = [i for i in items if key(i) not in denied]
+        allowed_body[named.request_field] = [i for i in items if named.group_of(i) not in denied]
         response = await handle(allowed_body)
-        response[answer_field] = list(response[answer_field]) + [denied_answer(g) for g in sorted(denied)]
+        message = {} if acl.denied_message is None else {"error_message": acl.denied_message}
+        response[named.response_field] = (list(response[named.response_field])
+                                          + [{**named.entry(g, DENIED), **message} for g in sorted(denied)])
         return response
-
-
-def _batched(api_key: int, api_version: int, body):
-    """(request list field or None, key of an item, operation, response list field, denied entry)."""
-    if api_key == 9:  # OffsetFetch: one group before v8, a batch after
-        if api_version < 8:
-            return None, lambda b: b.group_id, READ, None, None
-        return ("groups", lambda g: g.group_id, READ, "groups",
-                lambda g: {"group_id": g, "topics": [], "error_code": DENIED})
-    if api_key == 10:  # FindCoordinator: group keys only
-        if body.get("key_type", 0) != 0:
-            return None
-        if api_version < 4:
-            return None, lambda b: b.key, DESCRIBE, None, None
-        return ("coordinator_keys", lambda k: k, DESCRIBE, "coordinators",
-                lambda k: {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": DENIED,
-                           "error_message": "Not authorized to access group"})
-    if api_key == 15:  # DescribeGroups
-        return ("groups", lambda g: g, DESCRIBE, "groups",
-                lambda g: {"group_id": g, "error_code": DENIED, "group_state": "", "protocol_type": "",
-                           "protocol_data": "", "members": [], "authorized_operations": -2147483648})
-    if api_key == 42:  # DeleteGroups
-        return ("groups_names", lambda g: g, DELETE, "results", lambda g: {"group_id": g, "error_code": DENIED})
-    return None

@@ -9,6 +9,7 @@ request headers (the legacy flow); v1 wraps them in SaslAuthenticate.
 """
 from __future__ import annotations
 
+import enum
 import logging
 import struct
 
@@ -25,11 +26,21 @@ SASL_HANDSHAKE_KEY = 17
 SASL_AUTHENTICATE_KEY = 36
 
 
+class Stage(enum.Enum):
+    """Where a connection's login is: HANDSHAKE -> AUTHENTICATE (SaslHandshake v1+)
+    or LEGACY (v0: raw tokens) -> DONE."""
+
+    HANDSHAKE = "handshake"
+    AUTHENTICATE = "authenticate"
+    LEGACY = "legacy"
+    DONE = "done"
+
+
 class ConnectionAuth:
     """Per-connection SASL progress."""
 
     def __init__(self):
-        self.stage = "handshake"   # handshake -> authenticate | legacy -> done
+        self.stage = Stage.HANDSHAKE
         self.exchange = None
         self.principal: str | None = None
 
@@ -43,20 +54,20 @@ class SaslGate:
 
     @staticmethod
     def state(conn) -> ConnectionAuth:
-        auth = getattr(conn, "sasl", None)
+        auth = conn.sasl
         if auth is None:
             auth = conn.sasl = ConnectionAuth()
         return auth
 
     def authenticated(self, conn) -> bool:
-        return self.state(conn).stage == "done"
+        return self.state(conn).stage is Stage.DONE
 
     def check(self, conn, payload: bytes):
         """None lets the request through to its handler; bytes answer it; False closes."""
         auth = self.state(conn)
-        if auth.stage == "done":
+        if auth.stage is Stage.DONE:
             return None
-        if auth.stage == "legacy":
+        if auth.stage is Stage.LEGACY:
             return self._legacy_token(conn, auth, payload)
         if len(payload) < 8:
             return self._reject(conn, "a frame too short for a request header before authentication")
@@ -71,7 +82,7 @@ class SaslGate:
             return self._reject(conn, f"malformed SASL request: {err}")
         if api_key == SASL_HANDSHAKE_KEY:
             return self._handshake(conn, auth, req)
-        if auth.stage != "authenticate":
+        if auth.stage is not Stage.AUTHENTICATE:
             return self._reject(conn, "SaslAuthenticate before SaslHandshake")
         return self._authenticate(conn, auth, req)
 
@@ -90,7 +101,7 @@ class SaslGate:
             conn.close_after_response = True
         else:
             auth.exchange = new_exchange(mechanism, self.users)
-            auth.stage = "authenticate" if req.api_version >= 1 else "legacy"
+            auth.stage = Stage.AUTHENTICATE if req.api_version >= 1 else Stage.LEGACY
         return codec.encode_response(SASL_HANDSHAKE_KEY, req.api_version,
                                      {"correlation_id": req.correlation_id}, body)
 
@@ -121,6 +132,6 @@ class SaslGate:
 
     def _maybe_done(self, conn, auth):
         if auth.exchange.complete:
-            auth.stage, auth.principal = "done", auth.exchange.principal
+            auth.stage, auth.principal = Stage.DONE, auth.exchange.principal
             conn.principal = auth.principal
             log.info("%s authenticated as User:%s (SASL/%s)", conn, auth.principal, auth.exchange.mechanism)

@@ -34,3 +34,13 @@ async def test_bad_frames(data, match):
 def test_split_frames():
     frames, rest = split_frames(encode_frame(b"a") + encode_frame(b"bc") + b"\x00\x00\x00\x05ab")
     assert frames == [b"a", b"bc"] and rest == b"\x00\x00\x00\x05ab"
+
+
+def test_an_oversized_frame_is_told_apart_from_other_frame_errors():
+    from wire.framing import FrameTooLarge, check_size
+
+    with pytest.raises(FrameTooLarge):
+        check_size(11, 10)
+    with pytest.raises(FrameError) as err:
+        check_size(-1, 10)
+    assert not isinstance(err.value, FrameTooLarge)

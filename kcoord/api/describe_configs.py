@@ -1,26 +1,12 @@
-"""DescribeCluster (key 60, v0-1), DescribeConfigs (key 32, v1-4), InitProducerId (key 22, v0-5)."""
-import itertools
-
+"""DescribeConfigs: topic configs, and this broker's."""
 from kcoord import broker_config
-from kcoord.api import handles
+from kcoord.api import ApiDescriptor, ApiKey
 from kcoord.log.configs import TOPIC_DEFAULTS, config_type
 from wire.errors import ErrorCode
 
-_NO_OPS = -(2**31)
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 # ConfigSource codes: DYNAMIC_TOPIC_CONFIG=1, STATIC_BROKER_CONFIG=4, DEFAULT_CONFIG=5.
 _DYNAMIC_TOPIC, _STATIC_BROKER, _DEFAULT = 1, 4, 5
-
-
-@handles(60, "DescribeCluster", 0, 1)
-async def describe_cluster(ctx, req):
-    node = ctx.broker.node()
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
-            "endpoint_type": req.get("endpoint_type", 1),
-            "cluster_id": ctx.broker.config.cluster_id, "controller_id": ctx.broker.node_id,
-            "brokers": [{"broker_id": node["node_id"], "host": node["host"], "port": node["port"],
-                         "rack": node["rack"]}],
-            "cluster_authorized_operations": _NO_OPS}
 
 
 def _entries(values: dict[str, str], sources: dict[str, int], keys):
@@ -30,7 +16,6 @@ def _entries(values: dict[str, str], sources: dict[str, int], keys):
              "synonyms": [], "config_type": config_type(k), "documentation": None} for k in names]
 
 
-@handles(32, "DescribeConfigs", 1, 4)
 async def describe_configs(ctx, req):
     results = []
     for res in req.resources:
@@ -63,19 +48,7 @@ async def describe_configs(ctx, req):
     return {"throttle_time_ms": 0, "results": results}
 
 
-_producer_ids = itertools.count(1000)
-
-
-@handles(22, "InitProducerId", 0, 5)
-async def init_producer_id(ctx, req):
-    if req.transactional_id is not None:
-        # Transactions are outside kcoord's scope; say so instead of pretending.
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                "producer_id": -1, "producer_epoch": -1}
-    pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
-    if pid >= 0 and epoch >= 0:
-        # A producer bumping its epoch after a failure keeps its id (KIP-360).
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": pid,
-                "producer_epoch": (epoch + 1) & 0x7FFF}
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": next(_producer_ids),
-            "producer_epoch": 0}
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs,
+    "topics (their own and default configs) and this broker; other resources get INVALID_REQUEST",
+    version_notes={3: "documentation on request"})

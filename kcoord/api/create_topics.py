@@ -1,5 +1,5 @@
-"""CreateTopics (key 19, v2-7) and DeleteTopics (key 20, v1-6)."""
-from kcoord.api import handles
+"""CreateTopics: in-memory topics on this one broker."""
+from kcoord.api import ApiDescriptor, ApiKey
 from kcoord.log.configs import TOPIC_DEFAULTS
 from kcoord.log.topics import TopicError
 from wire.errors import ErrorCode
@@ -43,26 +43,12 @@ def _create_one(ctx, t, validate_only):
                          "is_sensitive": False} for k, v in sorted(merged.items())]}
 
 
-@handles(19, "CreateTopics", 2, 7)
 async def create_topics(ctx, req):
     topics = [_create_one(ctx, t, req.validate_only) for t in req.topics]
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-@handles(20, "DeleteTopics", 1, 6)
-async def delete_topics(ctx, req):
-    store = ctx.broker.topics
-    wanted = ([(t.name, t.topic_id) for t in req.topics] if ctx.api_version >= 6
-              else [(name, None) for name in req.topic_names])
-    responses = []
-    for name, topic_id in wanted:
-        if name is None and topic_id is not None:
-            topic = store.by_id(topic_id)
-            name = topic.name if topic else None
-        r = {"name": name, "topic_id": topic_id, "error_code": ErrorCode.NONE, "error_message": None}
-        if name is None or name not in store.topics:
-            r["error_code"] = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        else:
-            r["topic_id"] = store.delete(name).topic_id
-        responses.append(r)
-    return {"throttle_time_ms": 0, "responses": responses}
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.CREATE_TOPICS, 2, 7, create_topics,
+    "one broker: replication factor 1; no manual assignments",
+    version_notes={5: "the created topic's configs in the response", 7: "topic ids in the response"})

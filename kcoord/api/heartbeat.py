@@ -1,0 +1,19 @@
+"""Heartbeat: a member stays in its group and learns of rebalances.
+
+Translation only: every rule lives in kcoord.coordinator.
+"""
+from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.coordinator import HeartbeatRequest
+
+
+async def heartbeat(ctx, req):
+    error = await ctx.broker.coordinator.heartbeat(HeartbeatRequest(
+        req.group_id, member_id=req.member_id, generation_id=req.generation_id,
+        instance_id=req.get("group_instance_id")))
+    return {"throttle_time_ms": 0, "error_code": error}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.HEARTBEAT, 0, 4, heartbeat,
+    "Kafka's classic protocol, see below",
+    groups=named_group, group_acl=GroupAcl(GroupOperation.READ))

@@ -1,0 +1,27 @@
+"""InitProducerId: producer ids for idempotent producers; transactions are refused."""
+import itertools
+
+from kcoord.api import ApiDescriptor, ApiKey
+from wire.errors import ErrorCode
+
+_producer_ids = itertools.count(1000)
+
+
+async def init_producer_id(ctx, req):
+    if req.transactional_id is not None:
+        # Transactions are outside kcoord's scope; say so instead of pretending.
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "producer_id": -1, "producer_epoch": -1}
+    pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
+    if pid >= 0 and epoch >= 0:
+        # A producer bumping its epoch after a failure keeps its id (KIP-360).
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": pid,
+                "producer_epoch": (epoch + 1) & 0x7FFF}
+    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": next(_producer_ids),
+            "producer_epoch": 0}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id,
+    "idempotent producers; a transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    version_notes={3: "a producer bumps its epoch and keeps its id (KIP-360)"})

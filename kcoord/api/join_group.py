@@ -1,0 +1,51 @@
+"""JoinGroup: a member joins (or rejoins) a classic group.
+
+Translation only: every rule lives in kcoord.coordinator.
+"""
+from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.coordinator import JoinRequest
+
+
+async def join_group(ctx, req):
+    coordinator = ctx.broker.coordinator
+    result = await coordinator.join_group(JoinRequest(
+        group_id=req.group_id,
+        member_id=req.member_id,
+        instance_id=req.get("group_instance_id"),
+        protocol_type=req.protocol_type,
+        protocols=[(p.name, p.metadata) for p in req.protocols],
+        session_timeout_ms=req.session_timeout_ms,
+        rebalance_timeout_ms=req.get("rebalance_timeout_ms", -1),
+        client_id=ctx.client_id or "",
+        client_host="/" + ctx.client_host,
+        require_known_member_id=ctx.api_version >= 4,
+        supports_skip_assignment=ctx.api_version >= 9,
+        reason=req.get("reason"),
+    ))
+    return {
+        "throttle_time_ms": 0,
+        "error_code": result.error,
+        "generation_id": result.generation_id,
+        "protocol_type": result.protocol_type,
+        "protocol_name": result.protocol_name if (result.protocol_name or ctx.api_version >= 7) else "",
+        "leader": result.leader_id,
+        "skip_assignment": result.skip_assignment,
+        "member_id": result.member_id,
+        "members": [{"member_id": m, "group_instance_id": i, "metadata": meta} for m, i, meta in result.members],
+    }
+
+
+def _failed(version, body, code):
+    # The member id given is echoed back, as Kafka does.
+    return {"error_code": code, "generation_id": -1, "member_id": body.get("member_id", ""),
+            "protocol_name": None if version >= 7 else "", "leader": "", "members": []}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.JOIN_GROUP, 0, 9, join_group,
+    "Kafka's classic protocol, see below",
+    version_notes={4: "a new member first gets MEMBER_ID_REQUIRED (KIP-394)",
+                   5: "static members (group.instance.id, KIP-345)",
+                   7: "protocol type in the response; protocol name nullable",
+                   9: "skip_assignment for a replaced static leader (KIP-814)"},
+    groups=named_group, group_acl=GroupAcl(GroupOperation.READ), error_response=_failed)

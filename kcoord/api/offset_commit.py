@@ -1,0 +1,51 @@
+"""OffsetCommit: a member (or a simple group) commits offsets."""
+from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.api._offset_topics import TOPIC_IDS_SINCE, topic_key, topic_name
+from kcoord.coordinator import OffsetCommitPartition, OffsetCommitRequest
+from wire.errors import ErrorCode
+
+
+async def offset_commit(ctx, req):
+    unknown_ids = []
+    partitions = []
+    for t in req.topics:
+        name = topic_name(ctx, t)
+        if name is None:
+            unknown_ids.append({"topic_id": t.topic_id, "partitions": [
+                {"partition_index": p.partition_index, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+                for p in t.partitions]})
+            continue
+        partitions += [OffsetCommitPartition(name, p.partition_index, p.committed_offset,
+                                             p.get("committed_leader_epoch", -1), p.committed_metadata)
+                       for p in t.partitions]
+    result = await ctx.broker.coordinator.commit_offsets(OffsetCommitRequest(
+        group_id=req.group_id,
+        member_id=req.member_id,
+        generation_id=req.generation_id_or_member_epoch,
+        instance_id=req.get("group_instance_id"),
+        partitions=partitions,
+        version=ctx.api_version,
+        retention_ms=req.get("retention_time_ms", -1),
+    ))
+    by_topic: dict[str, list] = {}
+    for topic, partition, error in result.partitions:
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
+    return {"throttle_time_ms": 0, "topics": unknown_ids + [{**topic_key(ctx, t), "partitions": ps}
+                                                            for t, ps in by_topic.items()]}
+
+
+def _failed(version, body, code):
+    # There is no top-level error: every partition carries it, its topic named as in the request.
+    return {"topics": [{"name": t.get("name"), "topic_id": t.get("topic_id"),
+                        "partitions": [{"partition_index": p.partition_index, "error_code": code}
+                                       for p in t.partitions]}
+                       for t in body.topics]}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.OFFSET_COMMIT, 2, 10, offset_commit,
+    "validated against the member and generation; simple groups; retention",
+    version_notes={5: "no retention time: offsets expire by the broker's retention",
+                   7: "static members (group instance id)",
+                   TOPIC_IDS_SINCE: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"},
+    groups=named_group, group_acl=GroupAcl(GroupOperation.READ), error_response=_failed)

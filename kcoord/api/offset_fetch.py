@@ -1,0 +1,65 @@
+"""OffsetFetch: a group's committed offsets, for chosen partitions or all."""
+from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupBatch, GroupOperation
+from kcoord.api._offset_topics import TOPIC_IDS_SINCE, topic_key, topic_name
+from wire.errors import ErrorCode
+
+BATCHED_SINCE = 8
+
+
+def _fetched(partition, offset=-1, leader_epoch=-1, metadata="", error=ErrorCode.NONE) -> dict:
+    return {"partition_index": partition, "committed_offset": offset, "committed_leader_epoch": leader_epoch,
+            "metadata": metadata, "error_code": error}
+
+
+async def _fetch_group(ctx, group_id, topics):
+    wanted = None
+    unknown_ids = []
+    if topics is not None:
+        wanted = []
+        for t in topics:
+            name = topic_name(ctx, t)
+            if name is None:
+                unknown_ids.append({"topic_id": t.topic_id, "partitions": [
+                    _fetched(p, error=ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes]})
+            else:
+                wanted += [(name, p) for p in t.partition_indexes]
+    error, fetched = await ctx.broker.coordinator.fetch_offsets(group_id, wanted)
+    by_topic: dict[str, list] = {}
+    for f in fetched:
+        by_topic.setdefault(f.topic, []).append(_fetched(f.partition, f.offset, f.leader_epoch, f.metadata, f.error))
+    named = [{**topic_key(ctx, t), "partitions": ps} for t, ps in by_topic.items()]
+    if wanted is None and ctx.api_version >= TOPIC_IDS_SINCE:
+        # Offsets of a deleted topic have no id left to be named by.
+        named = [t for t in named if t["topic_id"] is not None]
+    return error, unknown_ids + named
+
+
+async def offset_fetch(ctx, req):
+    if ctx.api_version < BATCHED_SINCE:
+        error, topics = await _fetch_group(ctx, req.group_id, req.topics)
+        return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
+    groups = []
+    for g in req.groups:
+        error, topics = await _fetch_group(ctx, g.group_id, g.topics)
+        groups.append({"group_id": g.group_id, "topics": topics, "error_code": error})
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+_GROUPS = GroupBatch("groups", lambda g: g.group_id, "groups",
+                     lambda group_id, code: {"group_id": group_id, "topics": [], "error_code": code})
+
+
+def _groups(version, body):
+    return _GROUPS if version >= BATCHED_SINCE else body.group_id
+
+
+def _failed(version, body, code):
+    return {"topics": [], "error_code": code}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.OFFSET_FETCH, 1, 10, offset_fetch,
+    "all of a group's offsets, or chosen partitions'",
+    version_notes={2: "a top-level error code (until v7)", BATCHED_SINCE: "several groups per request (KIP-709)",
+                   TOPIC_IDS_SINCE: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"},
+    groups=_groups, group_acl=GroupAcl(GroupOperation.READ), error_response=_failed)
