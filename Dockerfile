@@ -23,8 +23,8 @@ WORKDIR /home/kcoord
 VOLUME ["/data"]
 EXPOSE 9092
 
-# Healthy = the Kafka listener answers an ApiVersions round trip (see kcoord/healthcheck.py).
+# Healthy = the Kafka listener answers an ApiVersions round trip (see kcoord/admin/healthcheck.py).
 HEALTHCHECK --interval=5s --timeout=5s --start-period=5s --retries=3 \
-    CMD ["python3", "-m", "kcoord.healthcheck"]
+    CMD ["python3", "-m", "kcoord.admin.healthcheck"]
 
 CMD ["kcoord", "serve", "--listen", "0.0.0.0:9092", "--advertised", "kcoord:9092", "--data-dir", "/data"]

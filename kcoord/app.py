@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import collections
 
-from kcoord import admin_routes
-from kcoord.admin_http import AdminHttp
+from kcoord.admin import routes as admin_routes
+from kcoord.admin.http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
 from kcoord.coordinator import build_coordinator
 from kcoord.journal import Journal, journal_path
-from kcoord.metrics import Metrics
-from kcoord.fault_routes import install_faults
+from kcoord.admin.metrics import Metrics
+from kcoord.faults.routes import install_faults
 from kcoord.security.setup import security_options
 from kcoord.server import KafkaServer
 

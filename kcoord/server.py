@@ -14,7 +14,7 @@ import struct
 import time
 
 from kcoord.api import RequestContext, registry
-from kcoord.metrics import top_level_error
+from kcoord.admin.metrics import top_level_error
 from kcoord.limits import ConnectionLimits
 from wire import codec
 from wire.codec import API_VERSIONS_KEY, UnsupportedVersionError
@@ -63,7 +63,7 @@ class KafkaServer:
         self._connections: set[asyncio.Task] = set()
         # Callables (connection, "request"|"response", payload) seeing every frame: traffic capture.
         self.frame_observers: list = []
-        self.metrics = None  # kcoord.metrics.Metrics, set by the app
+        self.metrics = None  # kcoord.admin.metrics.Metrics, set by the app
         # A kcoord.faults.FaultInjector, or None: every request passes through it.
         self.faults = None
         self.apis = registry()

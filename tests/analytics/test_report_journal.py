@@ -7,7 +7,7 @@ import pytest
 from kcoord.analytics.job import run_report
 from kcoord.app import Kcoord
 from kcoord.config import ServerConfig
-from kcoord.coordinator import events as E
+from kcoord.coordinator.events import EventKind, GroupEvent
 from kcoord.journal import Journal, journal_path
 from tests.analytics import journal_scenario
 
@@ -76,7 +76,7 @@ def test_static_restart_is_reported_as_a_rejoin_without_rebalance(spark, scenari
 def test_journal_rotates_by_size(tmp_path):
     j = Journal(tmp_path / "j" / "events.jsonl", max_bytes=2000, backups=2)
     for i in range(100):
-        j(E.GroupEvent(kind=E.MEMBER_JOINED, time_ms=i, group_id="g", generation=i, state_before="Stable",
+        j(GroupEvent(kind=EventKind.MEMBER_JOINED, time_ms=i, group_id="g", generation=i, state_before="Stable",
                        state_after="Stable", member_id=f"m-{i}", reason="x" * 20))
     j.close()
     files = sorted(p.name for p in (tmp_path / "j").iterdir())
@@ -91,7 +91,7 @@ def test_journal_rotates_by_size(tmp_path):
 def test_offset_commits_are_summed_per_interval(tmp_path):
     j = Journal(tmp_path / "events.jsonl", commit_interval_ms=1000)
     for t in (0, 10, 999, 1000, 1500):
-        j(E.GroupEvent(kind=E.OFFSETS_COMMITTED, time_ms=t, group_id="g", generation=1, state_before="Stable",
+        j(GroupEvent(kind=EventKind.OFFSETS_COMMITTED, time_ms=t, group_id="g", generation=1, state_before="Stable",
                        state_after="Stable", details={"count": 3}))
     j.close()
     recs = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]

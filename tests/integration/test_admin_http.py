@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from kcoord.admin_http import HttpResponse
+from kcoord.admin.http import HttpResponse
 from kcoord.testing.plugin import start_server
 
 

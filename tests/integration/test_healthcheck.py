@@ -1,4 +1,4 @@
-"""`python -m kcoord.healthcheck` (the image's HEALTHCHECK) against a real server and a dead port."""
+"""`python -m kcoord.admin.healthcheck` (the image's HEALTHCHECK) against a real server and a dead port."""
 import os
 import socket
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 
 def _healthcheck(*args, **env):
-    return subprocess.run([sys.executable, "-m", "kcoord.healthcheck", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kcoord.admin.healthcheck", *args], capture_output=True, text=True,
                           timeout=60, env=dict(os.environ, **env))
 
 
@@ -25,7 +25,7 @@ def test_unhealthy_when_nothing_listens_or_the_peer_is_not_kafka():
     with socket.socket() as srv:  # accepts, then hangs up without answering
         srv.bind(("127.0.0.1", 0))
         srv.listen()
-        proc = subprocess.Popen([sys.executable, "-m", "kcoord.healthcheck", f"127.0.0.1:{srv.getsockname()[1]}"],
+        proc = subprocess.Popen([sys.executable, "-m", "kcoord.admin.healthcheck", f"127.0.0.1:{srv.getsockname()[1]}"],
                                 stdout=subprocess.PIPE, text=True)
         conn, _ = srv.accept()
         conn.close()

@@ -16,6 +16,7 @@ from wire import codec
 from wire.errors import ErrorCode
 
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+TOPIC = "sec-topic"
 
 
 @pytest.fixture(scope="module")
@@ -30,17 +31,28 @@ def certs(tmp_path_factory):
     return make_certs(tmp_path_factory.mktemp("certs"))
 
 
+async def _create_topic(thread):
+    thread.app.broker.topics.create(TOPIC)
+
+
+def _with_topic(thread):
+    # librdkafka's consumer does not auto-create what it subscribes to (kafka-python's
+    # metadata request does): the topic exists whichever client a test starts first.
+    thread.call(lambda: _create_topic(thread))
+    return thread
+
+
 @pytest.fixture(scope="module")
 def sasl_server(users_file):
-    thread = start_server(sasl_users_file=users_file)
+    thread = _with_topic(start_server(sasl_users_file=users_file))
     yield thread
     thread.stop()
 
 
 @pytest.fixture(scope="module")
 def sasl_ssl_server(users_file, certs):
-    thread = start_server(sasl_users_file=users_file, tls_cert_file=str(certs.server_cert),
-                          tls_key_file=str(certs.server_key))
+    thread = _with_topic(start_server(sasl_users_file=users_file, tls_cert_file=str(certs.server_cert),
+                                      tls_key_file=str(certs.server_key)))
     yield thread
     thread.stop()
 
@@ -56,7 +68,7 @@ def kafka_python_group(bootstrap, group, **security):
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=10000,
                              heartbeat_interval_ms=1000, **security)
-    subscribe_kafka_python(consumer, ["sec-topic"])
+    subscribe_kafka_python(consumer, [TOPIC])
     deadline = time.monotonic() + 60
     while not consumer.assignment() and time.monotonic() < deadline:
         consumer.poll(timeout_ms=200)
@@ -69,7 +81,7 @@ def confluent_group(bootstrap, group, **security):
     errors = []
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "error_cb": errors.append,
                          "session.timeout.ms": 10000, **security})
-    consumer.subscribe(["sec-topic"])
+    consumer.subscribe([TOPIC])
     return consumer, errors
 
 
@@ -324,7 +336,7 @@ def test_java_consumer_logs_in_over_sasl_ssl(sasl_ssl_server, certs, mechanism):
     from tests.integration import javaclient
 
     group = f"java-{mechanism}-{uuid.uuid4().hex[:6]}"
-    events = javaclient.login(sasl_ssl_server.bootstrap, "sec-topic", group, {
+    events = javaclient.login(sasl_ssl_server.bootstrap, TOPIC, group, {
         "security.protocol": "SASL_SSL", "sasl.mechanism": mechanism,
         "sasl.jaas.config": _jaas(mechanism, "alice", "alice-secret"),
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca)})
@@ -336,7 +348,7 @@ def test_java_consumer_logs_in_over_sasl_ssl(sasl_ssl_server, certs, mechanism):
 def test_java_consumer_with_wrong_password_fails_authentication(sasl_server):
     from tests.integration import javaclient
 
-    events = javaclient.login(sasl_server.bootstrap, "sec-topic", f"java-bad-{uuid.uuid4().hex[:6]}", {
+    events = javaclient.login(sasl_server.bootstrap, TOPIC, f"java-bad-{uuid.uuid4().hex[:6]}", {
         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
         "sasl.jaas.config": _jaas("SCRAM-SHA-512", "alice", "wrong")}, max_seconds=30)
     assert events[-1]["event"] == "error", events

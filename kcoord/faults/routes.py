@@ -9,7 +9,7 @@
 """
 from __future__ import annotations
 
-from kcoord.admin_http import HttpError, HttpRequest, HttpResponse
+from kcoord.admin.http import HttpError, HttpRequest, HttpResponse
 from kcoord.faults import FaultInjector, FaultRuleError
 
 

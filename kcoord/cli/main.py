@@ -102,10 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcoord", description="Kafka-compatible group coordinator emulator")
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
-    from kcoord import cli_groups
+    from kcoord.cli import groups as cli_groups
 
     cli_groups.add_parsers(sub)
-    from kcoord.conformance import record_cli
+    from kcoord.cli import record as record_cli
 
     record_cli.add_parsers(sub)
     _report_parser(sub)

@@ -1,4 +1,4 @@
-"""Container health check: `python -m kcoord.healthcheck [HOST:PORT]`.
+"""Container health check: `python -m kcoord.admin.healthcheck [HOST:PORT]`.
 
 Healthy means the Kafka listener completes an ApiVersions round trip, which is
 what every client does first; an open port alone would not prove the server

@@ -1,7 +1,7 @@
 """The admin endpoint's routes for looking at kcoord: /metrics, /groups, /groups/{id}."""
 from __future__ import annotations
 
-from kcoord.admin_http import HttpError, HttpResponse
+from kcoord.admin.http import HttpError, HttpResponse
 from kcoord.protocol_client import consumer_assignment
 
 
