@@ -68,3 +68,4 @@ bench: $(TSTAMP)
 	$(PY) bench/codec.py
 	$(PY) bench/rebalance.py
 	$(PY) bench/report.py
+	$(PY) bench/group_memory.py

@@ -149,6 +149,10 @@ class GroupAcl:
     denied_message: str | None = None
 
 
+# The served-API table's note for the four APIs of the classic group protocol, which the
+# README describes once, below the table.
+CLASSIC_PROTOCOL = "Kafka's classic protocol, see below"
+
 # Kafka's Integer.MIN_VALUE: authorized operations were not asked for.
 NO_AUTHORIZED_OPERATIONS = -(2**31)
 

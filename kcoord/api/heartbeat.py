@@ -2,7 +2,7 @@
 
 Translation only: every rule lives in kcoord.coordinator.
 """
-from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.api import CLASSIC_PROTOCOL, ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
 from kcoord.coordinator import HeartbeatRequest
 
 
@@ -15,5 +15,5 @@ async def heartbeat(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.HEARTBEAT, 0, 4, heartbeat,
-    "Kafka's classic protocol, see below",
+    CLASSIC_PROTOCOL,
     groups=named_group, group_acl=GroupAcl(GroupOperation.READ))

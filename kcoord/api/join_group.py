@@ -2,7 +2,7 @@
 
 Translation only: every rule lives in kcoord.coordinator.
 """
-from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.api import CLASSIC_PROTOCOL, ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
 from kcoord.coordinator import JoinRequest
 
 
@@ -43,7 +43,7 @@ def _failed(version, body, code):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.JOIN_GROUP, 0, 9, join_group,
-    "Kafka's classic protocol, see below",
+    CLASSIC_PROTOCOL,
     version_notes={4: "a new member first gets MEMBER_ID_REQUIRED (KIP-394)",
                    5: "static members (group.instance.id, KIP-345)",
                    7: "protocol type in the response; protocol name nullable",

@@ -2,7 +2,7 @@
 
 Translation only: every rule lives in kcoord.coordinator.
 """
-from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.api import CLASSIC_PROTOCOL, ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
 from kcoord.coordinator import LeaveMember
 from wire.errors import ErrorCode
 
@@ -23,7 +23,7 @@ async def leave_group(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.LEAVE_GROUP, 0, 5, leave_group,
-    "Kafka's classic protocol, see below",
+    CLASSIC_PROTOCOL,
     version_notes={3: "several members per request, static ones by instance id (KIP-345)",
                    5: "a reason per member"},
     groups=named_group, group_acl=GroupAcl(GroupOperation.READ))

@@ -2,7 +2,7 @@
 
 Translation only: every rule lives in kcoord.coordinator.
 """
-from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.api import CLASSIC_PROTOCOL, ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
 from kcoord.coordinator import SyncRequest
 
 
@@ -22,6 +22,6 @@ async def sync_group(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.SYNC_GROUP, 0, 5, sync_group,
-    "Kafka's classic protocol, see below",
+    CLASSIC_PROTOCOL,
     version_notes={5: "protocol type and name checked against the group's"},
     groups=named_group, group_acl=GroupAcl(GroupOperation.READ))
