@@ -188,13 +188,13 @@ def test_a_failure_of_any_kind_while_recording_is_never_acknowledged(tmp_path):
         raw.call(3, 9, {"topics": [{"name": "t"}], "allow_auto_topic_creation": True})
         assert _commit(raw, "g", {("t", 0): 5}).topics[0].partitions[0].error_code == 0
 
-        def broken_append(payload):
+        def broken_append(*payloads):
             raise ValueError("injected: a record that cannot be encoded")
         server.app.storage.log.append = broken_append
         answer = _commit(raw, "g", {("t", 0): 9}).topics[0].partitions[0].error_code
         assert answer == 15  # COORDINATOR_NOT_AVAILABLE, not NONE
         assert "ValueError" in server.app.storage.failure
-        assert server.app.coordinator.core.offsets.get("g", "t", 0).offset == 5  # the change is undone
+        assert server.app.coordinator.core.offsets.get("g", "t", 0).offset == 5  # nothing changed
     finally:
         server.stop()
     server = start_server(data_dir=str(tmp_path))
