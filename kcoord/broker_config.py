@@ -380,6 +380,13 @@ TABLE: tuple[BrokerConfig, ...] = (
 
 BY_NAME: dict[str, BrokerConfig] = {c.name: c for c in TABLE}
 BY_FLAG: dict[str, BrokerConfig] = {c.flag: c for c in TABLE if c.flag}
+
+
+def default(name: str) -> Any:
+    """kcoord's default for the Kafka config `name`, typed: what ServerConfig and the
+    coordinator's settings start from, so the table is the one place a default is written."""
+    entry = BY_NAME[name]
+    return entry.parse(entry.default)
 # Kafka names whose content kcoord deliberately does not use, with why (instead of the generic warning).
 IGNORED_BECAUSE = {
     "log.dirs": "Kafka's log directory format is not kcoord's; use --data-dir",

@@ -1,11 +1,14 @@
-"""Server configuration, with Kafka's defaults where Kafka has one.
+"""Server configuration.
 
-Fields that are Kafka broker configs are listed, with their Kafka names, types and validators, in
-kcoord.broker_config.TABLE, which feeds the flags, `--config-file` and DescribeConfigs.
+Fields that are Kafka broker configs take their defaults from kcoord.broker_config.TABLE (Kafka's
+names, types, defaults and validators), which also feeds the flags, `--config-file` and
+DescribeConfigs.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from kcoord.broker_config import default
 
 
 def parse_host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
@@ -24,31 +27,31 @@ class ServerConfig:
     # What clients are told to connect to (Metadata, FindCoordinator); defaults to the listener.
     advertised_host: str | None = None
     advertised_port: int | None = None
-    node_id: int = 0
+    node_id: int = default("node.id")
     cluster_id: str = "kcoord-cluster-00000001"
     rack: str | None = None
     data_dir: str | None = None               # None: state lives in memory only
     fsync: str = "interval"                   # always | interval | never (see kcoord.storage.record_log)
     fsync_interval_ms: int = 100
-    auto_create_topics: bool = True           # auto.create.topics.enable
-    default_partitions: int = 1               # num.partitions
-    max_frame_bytes: int = 100 * 1024 * 1024  # socket.request.max.bytes
-    offsets_topic_partitions: int = 50        # offsets.topic.num.partitions
-    initial_rebalance_delay_ms: int = 3000    # group.initial.rebalance.delay.ms
-    group_min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
-    group_max_session_timeout_ms: int = 1800000  # group.max.session.timeout.ms
-    offsets_retention_minutes: int = 10080    # offsets.retention.minutes
-    offsets_retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
-    offset_metadata_max_bytes: int = 4096     # offset.metadata.max.bytes
-    # Limits (kcoord.limits), with Kafka's broker config names.
-    max_connections: int = 2**31 - 1          # max.connections
-    max_connections_per_ip: int = 2**31 - 1   # max.connections.per.ip
-    connections_max_idle_ms: int = 600000     # connections.max.idle.ms
+    auto_create_topics: bool = default("auto.create.topics.enable")
+    default_partitions: int = default("num.partitions")
+    max_frame_bytes: int = default("socket.request.max.bytes")
+    offsets_topic_partitions: int = default("offsets.topic.num.partitions")
+    initial_rebalance_delay_ms: int = default("group.initial.rebalance.delay.ms")
+    group_min_session_timeout_ms: int = default("group.min.session.timeout.ms")
+    group_max_session_timeout_ms: int = default("group.max.session.timeout.ms")
+    offsets_retention_minutes: int = default("offsets.retention.minutes")
+    offsets_retention_check_interval_ms: int = default("offsets.retention.check.interval.ms")
+    offset_metadata_max_bytes: int = default("offset.metadata.max.bytes")
+    # Limits (kcoord.limits).
+    max_connections: int = default("max.connections")
+    max_connections_per_ip: int = default("max.connections.per.ip")
+    connections_max_idle_ms: int = default("connections.max.idle.ms")
     max_buffered_request_bytes: int = 64 * 1024  # read-ahead of pipelined requests per connection
-    group_max_size: int = 2**31 - 1           # group.max.size
+    group_max_size: int = default("group.max.size")
     # Authentication (kcoord.security), off by default.
     sasl_users_file: str | None = None        # name:password lines; turns SASL on
-    sasl_mechanisms: tuple = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # sasl.enabled.mechanisms
+    sasl_mechanisms: tuple = default("sasl.enabled.mechanisms")
     tls_cert_file: str | None = None          # turns TLS on (SSL, or SASL_SSL with SASL)
     tls_key_file: str | None = None
     tls_client_ca_file: str | None = None     # ssl.client.auth=required when set

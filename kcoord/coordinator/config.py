@@ -1,20 +1,22 @@
-"""Coordinator settings, with Kafka's broker defaults."""
+"""Coordinator settings; their defaults are the broker config table's (kcoord.broker_config)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kcoord.broker_config import default
+
 
 @dataclass
 class CoordinatorConfig:
-    initial_rebalance_delay_ms: int = 3000          # group.initial.rebalance.delay.ms
-    min_session_timeout_ms: int = 6000              # group.min.session.timeout.ms
-    max_session_timeout_ms: int = 1800000           # group.max.session.timeout.ms
-    max_group_size: int = 2**31 - 1                 # group.max.size
-    new_member_join_timeout_ms: int = 5 * 60 * 1000  # Kafka's fixed new-member join timeout
-    offsets_retention_ms: int = 10080 * 60 * 1000   # offsets.retention.minutes
-    offsets_retention_check_interval_ms: int = 600000  # offsets.retention.check.interval.ms
-    offset_metadata_max_bytes: int = 4096           # offset.metadata.max.bytes
-    offsets_topic_partitions: int = 50              # offsets.topic.num.partitions
+    initial_rebalance_delay_ms: int = default("group.initial.rebalance.delay.ms")
+    min_session_timeout_ms: int = default("group.min.session.timeout.ms")
+    max_session_timeout_ms: int = default("group.max.session.timeout.ms")
+    max_group_size: int = default("group.max.size")
+    new_member_join_timeout_ms: int = 5 * 60 * 1000  # Kafka's fixed new-member join timeout, not a config
+    offsets_retention_ms: int = default("offsets.retention.minutes") * 60 * 1000
+    offsets_retention_check_interval_ms: int = default("offsets.retention.check.interval.ms")
+    offset_metadata_max_bytes: int = default("offset.metadata.max.bytes")
+    offsets_topic_partitions: int = default("offsets.topic.num.partitions")
 
 
 def java_string_hash(s: str) -> int:
