@@ -1,7 +1,9 @@
 """Produce: record batches v2 appended to in-memory partitions.
 
-acks=0 gets no response, as in Kafka. Idempotent producers' sequences are
-checked per (producer id, partition) like Kafka's producer state.
+acks=0 gets no response, as in Kafka. Idempotent producers' sequences and epochs
+are checked per (producer id, partition) like Kafka's producer state, and a retry
+of one of a producer's last five batches is answered with its first base offset
+(kcoord.log.partition).
 """
 from kcoord.api import ApiDescriptor, ApiKey
 from kcoord.log.partition import AppendError
@@ -47,5 +49,6 @@ async def produce(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.PRODUCE, 3, 13, produce,
-    "record batches v2, offsets assigned, acks 0/1/-1, idempotent sequence checks",
+    "record batches v2, offsets assigned, acks 0/1/-1; idempotent producers: sequences and epochs checked, "
+    "a retry of one of the last five batches answered with its first offset",
     version_notes={13: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"})

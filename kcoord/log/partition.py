@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+import collections
+from dataclasses import dataclass, field
 
 from wire import records as R
 
@@ -21,6 +22,38 @@ class StoredBatch:
     data: bytes
 
 
+# How many of a producer's latest batches a partition remembers, to answer a retried one with
+# its first answer (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN).
+BATCHES_REMEMBERED = 5
+_SEQUENCE_MASK = 0x7FFFFFFF  # sequences wrap at Integer.MAX_VALUE
+
+
+@dataclass(frozen=True)
+class _BatchSeen:
+    first_sequence: int
+    last_sequence: int
+    base_offset: int
+
+
+@dataclass
+class _ProducerState:
+    """An idempotent producer's state on one partition (Kafka's ProducerStateEntry)."""
+    epoch: int
+    batches: collections.deque = field(default_factory=lambda: collections.deque(maxlen=BATCHES_REMEMBERED))
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1].last_sequence
+
+    def duplicate_of(self, first_sequence: int, last_sequence: int) -> _BatchSeen | None:
+        return next((b for b in self.batches
+                     if (b.first_sequence, b.last_sequence) == (first_sequence, last_sequence)), None)
+
+
+def _last_sequence(b) -> int:
+    return (b.base_sequence + b.last_offset_delta) & _SEQUENCE_MASK
+
+
 class Partition:
     def __init__(self, index: int):
         self.index = index
@@ -29,13 +62,15 @@ class Partition:
         self.high_watermark = 0          # the offset the next record will get
         self.batches: list[StoredBatch] = []
         self._last_offsets: list[int] = []  # parallel to batches, for bisect
-        # producer id -> (epoch, last sequence) for idempotent producers
-        self._producers: dict[int, tuple[int, int]] = {}
+        # producer id -> its epoch and latest batches, for idempotent producers
+        self._producers: dict[int, _ProducerState] = {}
         # Told of every batch stored, offsets assigned, before the producer hears back (durable state).
         self.on_append = None
 
     def append(self, blob: bytes) -> int:
-        """Append every batch in `blob`; returns the base offset of the first."""
+        """Append every batch in `blob`; returns the base offset of the first. A retry of one of
+        an idempotent producer's latest batches is not appended again: its first base offset
+        is the answer, as Kafka gives it."""
         try:
             batches = list(R.iter_batches(blob))
         except R.RecordsError as err:
@@ -45,8 +80,15 @@ class Partition:
             raise AppendError(code, str(err)) from None
         if not batches:
             raise AppendError("INVALID_RECORD", "produce request carried no record batch")
+        if len(batches) == 1:
+            seen = self._duplicate(batches[0])
+            if seen is not None:
+                return seen.base_offset
+        earlier: dict[int, tuple[int, int]] = {}  # producer id -> (epoch, last sequence) in this request
         for b in batches:
-            self._check_sequence(b)
+            self._check_sequence(b, earlier.get(b.producer_id))
+            if b.producer_id >= 0 and b.base_sequence >= 0:
+                earlier[b.producer_id] = (b.producer_epoch, _last_sequence(b))
         first = base = self.high_watermark
         stored = []
         for b in batches:
@@ -75,30 +117,48 @@ class Partition:
         self.batches.append(stored)
         self._last_offsets.append(stored.last_offset)
         self.high_watermark = stored.last_offset + 1
-        if b.producer_id >= 0:
-            self._producers[b.producer_id] = (b.producer_epoch, b.base_sequence + b.last_offset_delta)
+        if b.producer_id >= 0 and b.base_sequence >= 0:
+            state = self._producers.get(b.producer_id)
+            if state is None or state.epoch != b.producer_epoch:
+                state = self._producers[b.producer_id] = _ProducerState(b.producer_epoch)
+            state.batches.append(_BatchSeen(b.base_sequence, _last_sequence(b), stored.base_offset))
         return stored
 
-    def _check_sequence(self, b) -> None:
+    def _duplicate(self, b) -> _BatchSeen | None:
+        """The earlier append of `b`, when it is a retry of one of its producer's latest batches."""
+        if b.producer_id < 0 or b.base_sequence < 0:
+            return None
+        state = self._producers.get(b.producer_id)
+        if state is None or state.epoch != b.producer_epoch:
+            return None
+        return state.duplicate_of(b.base_sequence, _last_sequence(b))
+
+    def _check_sequence(self, b, earlier: tuple[int, int] | None) -> None:
+        """Kafka's ProducerAppendInfo checks: a producer this partition never saw may start
+        anywhere (its earlier batches may be gone); a new epoch starts at 0; within an epoch
+        each batch follows the last (`earlier`: the producer's batch before it in this request)."""
         if b.producer_id < 0 or b.base_sequence < 0:
             return
-        known = self._producers.get(b.producer_id)
-        if known is None:
+        state = self._producers.get(b.producer_id)
+        if earlier is not None:
+            epoch, last_sequence = earlier
+        elif state is not None:
+            epoch, last_sequence = state.epoch, state.last_sequence
+        else:
             return
-        epoch, last_seq = known
         if b.producer_epoch < epoch:
             raise AppendError("INVALID_PRODUCER_EPOCH",
                               f"producer {b.producer_id} epoch {b.producer_epoch} is older than {epoch}")
         if b.producer_epoch > epoch:
+            if b.base_sequence != 0:
+                raise AppendError("OUT_OF_ORDER_SEQUENCE_NUMBER",
+                                  f"producer {b.producer_id} starts epoch {b.producer_epoch} at sequence "
+                                  f"{b.base_sequence}, not 0")
             return
-        expected = (last_seq + 1) & 0x7FFFFFFF
-        if b.base_sequence == expected:
-            return
-        if b.base_sequence <= last_seq:
-            raise AppendError("DUPLICATE_SEQUENCE_NUMBER",
-                              f"batch with sequence {b.base_sequence} was already appended")
-        raise AppendError("OUT_OF_ORDER_SEQUENCE_NUMBER",
-                          f"expected sequence {expected} from producer {b.producer_id}, got {b.base_sequence}")
+        expected = (last_sequence + 1) & _SEQUENCE_MASK
+        if b.base_sequence != expected:
+            raise AppendError("OUT_OF_ORDER_SEQUENCE_NUMBER",
+                              f"expected sequence {expected} from producer {b.producer_id}, got {b.base_sequence}")
 
     def read(self, offset: int, max_bytes: int, at_least_one: bool = True) -> bytes:
         """Whole batches from the one containing `offset`, up to `max_bytes`."""

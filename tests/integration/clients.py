@@ -14,11 +14,14 @@ from kcoord.conformance import javaclient
 CLIENTS = ["kafka-python", "aiokafka", "confluent", "java", "java4"]
 
 
-def produce(client: str, bootstrap: str, topic: str, count: int) -> None:
+def produce(client: str, bootstrap: str, topic: str, count: int, idempotent: bool = False) -> None:
+    """`count` records k<i>/v<i> in order; `idempotent` turns idempotence on where it is not the
+    client's default (the Java producer's default since kafka-clients 3.0)."""
     if client == "kafka-python":
         from kafka import KafkaProducer
 
-        p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+        p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5,
+                          **({"enable_idempotence": True, "acks": "all"} if idempotent else {}))
         for i in range(count):
             p.send(topic, key=b"k%d" % i, value=b"v%d" % i)
         p.flush()
@@ -27,7 +30,8 @@ def produce(client: str, bootstrap: str, topic: str, count: int) -> None:
         from aiokafka import AIOKafkaProducer
 
         async def go():
-            p = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+            p = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=5,
+                                 **({"enable_idempotence": True, "acks": "all"} if idempotent else {}))
             await p.start()
             try:
                 for i in range(count):
@@ -40,7 +44,8 @@ def produce(client: str, bootstrap: str, topic: str, count: int) -> None:
     elif client == "confluent":
         from confluent_kafka import Producer
 
-        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5,
+                      **({"enable.idempotence": True} if idempotent else {})})
         for i in range(count):
             p.produce(topic, key=b"k%d" % i, value=b"v%d" % i)
         assert p.flush(30) == 0

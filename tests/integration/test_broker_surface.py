@@ -52,20 +52,55 @@ def test_produce_assigns_offsets_and_high_watermark_follows_the_last_record(serv
     assert server.app.broker.topics.partition("s", 0).high_watermark == 5
 
 
-def test_idempotent_sequences_and_corrupt_batches(server):
-    raw = Raw(server.bootstrap)
-    raw.call(3, 9, {"topics": [{"name": "idem"}], "allow_auto_topic_creation": True})
-    pid = raw.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60000}).producer_id
-    batch = lambda seq, n=2: build_batch([(None, b"x")] * n, producer_id=pid, producer_epoch=0, base_sequence=seq)
-    assert _produce(raw, "idem", batch(0)).responses[0].partition_responses[0].error_code == 0
-    assert _produce(raw, "idem", batch(0)).responses[0].partition_responses[0].error_code == 46  # DUPLICATE_SEQUENCE
-    assert _produce(raw, "idem", batch(5)).responses[0].partition_responses[0].error_code == 45  # OUT_OF_ORDER
-    assert _produce(raw, "idem", batch(2)).responses[0].partition_responses[0].error_code == 0
-    corrupt = bytearray(batch(4))
+def _idempotence_answers(bootstrap: str, topic: str) -> list[tuple[str, int]]:
+    """(error name, base offset) for a fixed series of idempotent produces and bad batches."""
+    from kcoord.testing.brokers import create_topic
+    from wire.errors import ErrorCode
+
+    create_topic(bootstrap, topic)
+    raw = Raw(bootstrap)
+    deadline = time.monotonic() + 30
+    while True:  # as producers do: a fresh Kafka answers COORDINATOR_LOAD_IN_PROGRESS for a moment
+        init = raw.call(22, 4, {"transactional_id": None, "transaction_timeout_ms": 60000})
+        if init.error_code not in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE) \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert init.error_code == 0, init
+    pid = init.producer_id
+
+    def batch(seq, n=2, epoch=0):
+        return build_batch([(None, b"x")] * n, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+
+    def produce(records):
+        p = _produce(raw, topic, records).responses[0].partition_responses[0]
+        return ErrorCode(p.error_code).name, p.base_offset if p.error_code == 0 else -1
+
+    answers = [produce(batch(0)),             # offsets 0-1
+               produce(batch(0)),             # a retry of the latest batch: its first answer again
+               produce(batch(5)),             # a gap
+               produce(batch(2))]             # offsets 2-3
+    answers += [produce(batch(seq)) for seq in range(4, 16, 2)]  # six more: offsets 4-15
+    answers += [produce(batch(10)),           # among the last five: the first answer (offset 10)
+                produce(batch(4)),            # older than the last five: out of order
+                produce(batch(3, epoch=1)),   # a new epoch must start at sequence 0
+                produce(batch(0, epoch=1)),   # it does: offsets 16-17
+                produce(batch(16, epoch=0))]  # the old epoch is fenced
+    corrupt = bytearray(batch(2, epoch=1))
     corrupt[-1] ^= 0xFF
-    assert _produce(raw, "idem", bytes(corrupt)).responses[0].partition_responses[0].error_code == 2  # CORRUPT_MESSAGE
+    answers.append(produce(bytes(corrupt)))
     legacy = struct.pack(">qiIbb", 0, 14, 0, 1, 0) + b"\xff\xff\xff\xff\x00\x00\x00\x00"
-    assert _produce(raw, "idem", legacy).responses[0].partition_responses[0].error_code == 87  # INVALID_RECORD
+    answers.append(produce(legacy))
+    return answers
+
+
+def test_idempotent_retries_gaps_epochs_and_corrupt_batches_are_answered_as_kafka_does(broker_any):
+    answers = _idempotence_answers(broker_any.bootstrap, f"idem-{os.urandom(4).hex()}")
+    assert answers == [
+        ("NONE", 0), ("NONE", 0), ("OUT_OF_ORDER_SEQUENCE_NUMBER", -1), ("NONE", 2),
+        ("NONE", 4), ("NONE", 6), ("NONE", 8), ("NONE", 10), ("NONE", 12), ("NONE", 14),
+        ("NONE", 10), ("OUT_OF_ORDER_SEQUENCE_NUMBER", -1), ("OUT_OF_ORDER_SEQUENCE_NUMBER", -1), ("NONE", 16),
+        ("INVALID_PRODUCER_EPOCH", -1), ("CORRUPT_MESSAGE", -1), ("INVALID_RECORD", -1)], answers
 
 
 def test_fetch_long_poll_is_woken_by_a_produce(server):
