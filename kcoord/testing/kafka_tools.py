@@ -15,6 +15,7 @@ ReferenceKafkaUnavailable with one line saying what to install.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
@@ -90,6 +91,7 @@ def _log4j_config() -> Path:
         with os.fdopen(fd, "w") as f:
             f.write(LOG4J2)
         _log_config = Path(name)
+        atexit.register(_log_config.unlink, missing_ok=True)
     return _log_config
 
 
