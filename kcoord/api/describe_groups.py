@@ -13,9 +13,11 @@ async def describe_groups(ctx, req):
         # Before v6 an unknown group is described as Dead without an error.
         error = (ErrorCode.NONE if d.error == ErrorCode.GROUP_ID_NOT_FOUND and ctx.api_version < UNKNOWN_IS_ERROR_SINCE
                  else d.error)
+        # Kafka's tools print this text ("Error: ... GroupIdNotFoundException: Group g not found.").
+        message = f"Group {group_id} not found." if error == ErrorCode.GROUP_ID_NOT_FOUND else None
         groups.append({"error_code": error, "group_id": group_id, "group_state": d.state,
                        "protocol_type": d.protocol_type, "protocol_data": d.protocol_data,
-                       "error_message": None, "members": d.members, "authorized_operations": NO_AUTHORIZED_OPERATIONS})
+                       "error_message": message, "members": d.members, "authorized_operations": NO_AUTHORIZED_OPERATIONS})
     return {"throttle_time_ms": 0, "groups": groups}
 
 
