@@ -138,8 +138,10 @@ def _build_session(version: str | None = None) -> Path:
         if proc.returncode != 0:
             shutil.rmtree(scratch, ignore_errors=True)
             raise ReferenceKafkaUnavailable(f"{SOURCE.name} does not compile: {proc.stderr[-2000:]}")
-        shutil.rmtree(out, ignore_errors=True)
-        scratch.rename(out)  # an interrupted build never looks complete
+        try:
+            scratch.rename(out)  # an interrupted build never looks complete
+        except OSError:  # another process (a parallel test worker) finished first: use its build
+            shutil.rmtree(scratch, ignore_errors=True)
     return out
 
 
