@@ -17,9 +17,10 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class TopicError(Exception):
-    def __init__(self, code_name: str, message: str):
+    def __init__(self, code_name: str, message: str | None):
         self.code_name = code_name  # an ErrorCode member name, resolved by handlers
-        super().__init__(message)
+        self.message = message      # what the response says; None where Kafka's says nothing
+        super().__init__(message or code_name)
 
 
 @dataclass
@@ -75,6 +76,28 @@ class TopicStore:
         self._by_id.pop(topic.topic_id, None)
         if self.observer is not None:
             self.observer.topic_deleted(topic)
+        return topic
+
+    def check_new_partition_count(self, name: str, total: int) -> Topic:
+        """The topic that may grow to `total` partitions (Kafka's checks), or TopicError."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError("UNKNOWN_TOPIC_OR_PARTITION", None)
+        current = len(topic.partitions)
+        if total == current:
+            raise TopicError("INVALID_PARTITIONS", f"Topic already has {current} partition(s).")
+        if total < current:
+            raise TopicError("INVALID_PARTITIONS", f"The topic {name} currently has {current} partition(s); "
+                                                   f"{total} would not be an increase.")
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> Topic:
+        """Grow a topic to `total` partitions; recorded (durable state) before it takes effect."""
+        topic = self.check_new_partition_count(name, total)
+        added = [Partition(i) for i in range(len(topic.partitions), total)]
+        if self.observer is not None:
+            self.observer.topic_grown(topic, added)
+        topic.partitions.extend(added)
         return topic
 
     def get(self, name: str) -> Topic | None:

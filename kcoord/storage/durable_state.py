@@ -192,12 +192,21 @@ class DurableState:
                                      "partitions": len(topic.partitions), "configs": topic.configs}))
         self._watch(topic)
 
+    def topic_grown(self, topic, added) -> None:
+        """Record `topic` with `added` partitions more (the last T record of a topic wins)."""
+        self.log.append(_json(b"T", {"name": topic.name, "id": str(topic.topic_id),
+                                     "partitions": len(topic.partitions) + len(added), "configs": topic.configs}))
+        self._watch_partitions(topic.name, added)
+
     def topic_deleted(self, topic) -> None:
         self.log.append(_json(b"t", {"name": topic.name}))
 
     def _watch(self, topic) -> None:
-        for partition in topic.partitions:
-            partition.on_append = (lambda stored, name=topic.name, index=partition.index:
+        self._watch_partitions(topic.name, topic.partitions)
+
+    def _watch_partitions(self, name: str, partitions) -> None:
+        for partition in partitions:
+            partition.on_append = (lambda stored, name=name, index=partition.index:
                                    self._batches_appended(name, index, stored))
 
     def _batches_appended(self, topic: str, partition: int, stored) -> None:

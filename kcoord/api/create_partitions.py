@@ -1,0 +1,44 @@
+"""CreatePartitions: a topic grows; consumers notice through their metadata refresh and
+rebalance, as on Kafka (the coordinator itself is not told)."""
+from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.log.topics import TopicError
+from wire.errors import ErrorCode
+
+
+def _grow(ctx, t, validate_only: bool) -> dict:
+    store = ctx.broker.topics
+    result = {"name": t.name, "error_code": ErrorCode.NONE, "error_message": None}
+    try:
+        topic = store.check_new_partition_count(t.name, t.count)
+        if t.assignments is not None:
+            added = t.count - len(topic.partitions)
+            if len(t.assignments) != added:
+                raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                                 f"Increasing the number of partitions by {added} but {len(t.assignments)} "
+                                 "assignments provided.")
+            node = ctx.broker.config.node_id
+            if any(list(a.broker_ids) != [node] for a in t.assignments):
+                raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                                 f"a single-node kcoord places every replica on broker {node}")
+        if not validate_only:
+            store.add_partitions(t.name, t.count)
+    except TopicError as err:
+        return {**result, "error_code": ErrorCode[err.code_name], "error_message": err.message}
+    return result
+
+
+async def create_partitions(ctx, req):
+    # As Kafka's controller answers: a name given twice gets one error entry, first; the
+    # other topics follow in request order.
+    names = [t.name for t in req.topics]
+    duplicated = list(dict.fromkeys(n for n in names if names.count(n) > 1))
+    results = [{"name": n, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Duplicate topic name."}
+               for n in duplicated]
+    results += [_grow(ctx, t, req.validate_only) for t in req.topics if t.name not in duplicated]
+    return {"throttle_time_ms": 0, "results": results}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions,
+    "a topic grows (validate-only too); assignments may name only this broker",
+    version_notes={2: "flexible versions"})
