@@ -28,18 +28,18 @@ def _collect(ctx, req):
             if partition is None:
                 r["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic is None
                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif not partition.log_start_offset <= p.fetch_offset <= partition.high_watermark:
+                # As Kafka: an out-of-range fetch learns no offsets (-1); the consumer asks ListOffsets.
+                r["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
             else:
                 r["high_watermark"] = r["last_stable_offset"] = partition.high_watermark
                 r["log_start_offset"] = partition.log_start_offset
-                if not partition.log_start_offset <= p.fetch_offset <= partition.high_watermark:
-                    r["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
-                else:
-                    # The first batch is returned even past the limits, as Kafka
-                    # does, so a consumer can always make progress.
-                    limit = min(p.partition_max_bytes, max(budget - total, 0))
-                    data = partition.read(p.fetch_offset, limit, at_least_one=total == 0)
-                    total += len(data)
-                    r["records"] = data
+                # The first batch is returned even past the limits, as Kafka does, so a
+                # consumer can always make progress.
+                limit = min(p.partition_max_bytes, max(budget - total, 0))
+                data = partition.read(p.fetch_offset, limit, at_least_one=total == 0)
+                total += len(data)
+                r["records"] = data
             parts.append(r)
         responses.append({"topic": name, "topic_id": t.get("topic_id"), "partitions": parts})
     return responses, total

@@ -66,6 +66,8 @@ class Partition:
         self._producers: dict[int, _ProducerState] = {}
         # Told of every batch stored, offsets assigned, before the producer hears back (durable state).
         self.on_append = None
+        # Told of a new log start offset before it takes effect (durable state).
+        self.on_log_start = None
 
     def append(self, blob: bytes) -> int:
         """Append every batch in `blob`; returns the base offset of the first. A retry of one of
@@ -106,12 +108,16 @@ class Partition:
         return first
 
     def restore(self, data: bytes) -> None:
-        """Put back a batch stored before a restart (offsets already assigned)."""
-        self._store(data, R.parse_batch(data))
+        """Put back a batch stored before a restart, at the offsets it was given (records
+        deleted before it may leave a gap at the start)."""
+        b = R.parse_batch(data)
+        self._keep(StoredBatch(b.base_offset, b.base_offset + b.last_offset_delta, b.max_timestamp, data), b)
 
-    def _store(self, data: bytes, b) -> StoredBatch:
-        base = self.high_watermark
-        return self._keep(StoredBatch(base, base + b.last_offset_delta, b.max_timestamp, data), b)
+    def restore_log_start(self, start: int) -> None:
+        """Put back the log start offset after the batches; every record may have been deleted."""
+        if start > self.log_start_offset:
+            self.high_watermark = max(self.high_watermark, start)
+            self.delete_records(start)
 
     def _keep(self, stored: StoredBatch, b) -> StoredBatch:
         self.batches.append(stored)
@@ -160,6 +166,20 @@ class Partition:
             raise AppendError("OUT_OF_ORDER_SEQUENCE_NUMBER",
                               f"expected sequence {expected} from producer {b.producer_id}, got {b.base_sequence}")
 
+    def delete_records(self, before: int) -> int:
+        """Move the log start offset up to `before` (DeleteRecords); returns the new start.
+        Batches wholly below it are dropped; records below it in the first kept batch stay
+        in that batch, as in a Kafka segment, and consumers skip them."""
+        if before <= self.log_start_offset:
+            return self.log_start_offset
+        if self.on_log_start is not None:
+            self.on_log_start(before)  # durable first
+        self.log_start_offset = before
+        drop = bisect.bisect_left(self._last_offsets, before)
+        del self.batches[:drop]
+        del self._last_offsets[:drop]
+        return before
+
     def read(self, offset: int, max_bytes: int, at_least_one: bool = True) -> bytes:
         """Whole batches from the one containing `offset`, up to `max_bytes`."""
         i = bisect.bisect_left(self._last_offsets, offset)
@@ -179,7 +199,7 @@ class Partition:
         for b in self.batches:
             if b.max_timestamp >= timestamp:
                 for offset, ts in R.record_timestamps(b.data):
-                    if ts >= timestamp:
+                    if ts >= timestamp and offset >= self.log_start_offset:
                         return offset, ts
         return -1, -1
 
@@ -187,6 +207,6 @@ class Partition:
         best = (-1, -1)
         for b in self.batches:
             for offset, ts in R.record_timestamps(b.data):
-                if ts > best[1]:
+                if ts > best[1] and offset >= self.log_start_offset:
                     best = (offset, ts)
         return best

@@ -20,6 +20,7 @@ Record payloads: one type byte, then JSON (metadata) or a binary batch.
   G group metadata (the coordinator's `GroupMetadataRecord`)  g group tombstone
   O committed offset                                        o offset tombstone
   T topic                                                   t topic tombstone
+  S a partition's log start offset (DeleteRecords)
   B record batch: u16 name length, name, i32 partition, batch bytes (offsets assigned)
 """
 from __future__ import annotations
@@ -110,6 +111,7 @@ class DurableState:
         offsets: dict[tuple[str, str, int], dict] = {}
         topics: dict[str, dict] = {}
         batches: dict[tuple[str, int], list[bytes]] = {}
+        starts: dict[tuple[str, int], int] = {}
         for payload in self.log.replay():
             kind, body = payload[:1], payload[1:]
             if kind == b"B":
@@ -135,6 +137,10 @@ class DurableState:
                 topics.pop(value["name"], None)
                 for key in [k for k in batches if k[0] == value["name"]]:
                     del batches[key]
+                for key in [k for k in starts if k[0] == value["name"]]:
+                    del starts[key]
+            elif kind == b"S":
+                starts[(value["t"], value["p"])] = value["s"]
             else:
                 log.warning("%s: skipping a record of unknown type %r", self.log.path, kind)
         for t in topics.values():
@@ -143,6 +149,7 @@ class DurableState:
                 for data in batches.get((topic.name, partition.index), ()):
                     partition.restore(data)
                     self.loaded["batches"] += 1
+                partition.restore_log_start(starts.get((topic.name, partition.index), 0))
         for g in groups.values():
             self.core.load_group(decode_group(g))
         for o in offsets.values():
@@ -208,6 +215,11 @@ class DurableState:
         for partition in partitions:
             partition.on_append = (lambda stored, name=name, index=partition.index:
                                    self._batches_appended(name, index, stored))
+            partition.on_log_start = (lambda start, name=name, index=partition.index:
+                                      self._log_start_moved(name, index, start))
+
+    def _log_start_moved(self, topic: str, partition: int, start: int) -> None:
+        self.log.append(_json(b"S", {"t": topic, "p": partition, "s": start}))
 
     def _batches_appended(self, topic: str, partition: int, stored) -> None:
         """Called before the partition takes the batches; an OSError reaches the producer."""
@@ -237,6 +249,8 @@ class DurableState:
                 head = b"B" + _BATCH.pack(len(name)) + name + struct.pack(">i", partition.index)
                 for batch in partition.batches:
                     yield head + batch.data
+                if partition.log_start_offset > 0:
+                    yield _json(b"S", {"t": topic.name, "p": partition.index, "s": partition.log_start_offset})
         for group_id, group in list(self.core.groups.items()):
             if group.protocol_type is not None:  # simple groups come back from their offsets
                 record = self.core.persisted_group(group_id)

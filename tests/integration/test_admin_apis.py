@@ -95,7 +95,7 @@ def _assigned(consumer, client, bootstrap, group, count, timeout=60):
     raise AssertionError(f"the group's assignment never covered {count} partitions (last seen {seen})")
 
 
-def test_grown_partitions_and_their_records_survive_a_restart(tmp_path):
+def test_grown_partitions_deleted_records_and_the_rest_survive_a_restart(tmp_path):
     from kcoord.testing.plugin import start_server
     from tests.integration.clients import produce
 
@@ -104,12 +104,67 @@ def test_grown_partitions_and_their_records_survive_a_restart(tmp_path):
         create_topic(server.bootstrap, "kept", 1)
         assert _grow(server.bootstrap, ("kept", 3)) == {"kept": ("NONE", None)}
         produce("confluent", server.bootstrap, "kept", 30)
-        before = {p.index: p.high_watermark for p in server.app.broker.topics.get("kept").partitions}
+        hw = {p.index: p.high_watermark for p in server.app.broker.topics.get("kept").partitions}
+        assert _delete_records(server.bootstrap, "kept", {0: -1, 1: 1}) == {0: ("NONE", hw[0]), 1: ("NONE", 1)}
+        before = {p.index: (p.log_start_offset, p.high_watermark) for p in server.app.broker.topics.get("kept").partitions}
     finally:
         server.stop()
-    assert len(before) == 3 and sum(before.values()) == 30
+    assert len(before) == 3 and sum(hw.values()) == 30
     server = start_server(data_dir=str(tmp_path))
     try:
-        assert {p.index: p.high_watermark for p in server.app.broker.topics.get("kept").partitions} == before
+        kept = server.app.broker.topics.get("kept").partitions
+        assert {p.index: (p.log_start_offset, p.high_watermark) for p in kept} == before
+        assert _fetch_error_and_earliest(server.bootstrap, "kept", hw[0]) == ("NONE", hw[0], hw[0])
     finally:
         server.stop()
+
+
+DELETE_RECORDS, FETCH, LIST_OFFSETS = 21, 1, 2
+
+
+def _delete_records(bootstrap: str, topic: str, offsets: dict[int, int]) -> dict[int, tuple[str, int]]:
+    with Connection.to(bootstrap, 10.0) as conn:
+        v = conn.version(DELETE_RECORDS, 2)
+        answer = conn.call(DELETE_RECORDS, v, {"topics": [{"name": topic, "partitions": [
+            {"partition_index": p, "offset": o} for p, o in offsets.items()]}], "timeout_ms": 10000})
+    return {p.partition_index: (ErrorCode(p.error_code).name, p.low_watermark) for p in answer.topics[0].partitions}
+
+
+def _fetch_error_and_earliest(bootstrap: str, topic: str, offset: int) -> tuple[str, int, int]:
+    """Fetch's error and log start offset at `offset`, and ListOffsets' earliest."""
+    with Connection.to(bootstrap, 10.0) as conn:
+        f = conn.call(FETCH, 11, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20,
+                                  "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
+                                      {"topic": topic, "partitions": [{"partition": 0, "fetch_offset": offset,
+                                                                       "log_start_offset": -1,
+                                                                       "partition_max_bytes": 1 << 20}]}],
+                                  "forgotten_topics_data": [], "rack_id": ""})
+        part = f.responses[0].partitions[0]
+        lo = conn.call(LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "timestamp": -2}]}]})
+    return ErrorCode(part.error_code).name, part.log_start_offset, lo.topics[0].partitions[0].offset
+
+
+def test_delete_records_moves_the_log_start_as_kafka_does(broker_any):
+    from tests.integration.clients import consume, produce
+
+    topic = f"trim-{uuid.uuid4().hex[:8]}"
+    create_topic(broker_any.bootstrap, topic, 2)
+    with Connection.to(broker_any.bootstrap, 10.0) as conn:  # 10 records on partition 0, one per batch
+        from wire.records import build_batch
+        for i in range(10):
+            conn.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
+                {"name": topic, "partition_data": [{"index": 0, "records": build_batch([(None, b"v%d" % i)])}]}]})
+    assert _delete_records(broker_any.bootstrap, topic, {0: 4, 1: 0}) == {0: ("NONE", 4), 1: ("NONE", 0)}
+    assert _delete_records(broker_any.bootstrap, topic, {0: 2}) == {0: ("NONE", 4)}  # never moves back
+    assert _delete_records(broker_any.bootstrap, topic, {0: 11, 1: 1}) == {
+        0: ("OFFSET_OUT_OF_RANGE", -1), 1: ("OFFSET_OUT_OF_RANGE", -1)}
+    assert _delete_records(broker_any.bootstrap, f"{topic}-none", {0: 0}) == {0: ("UNKNOWN_TOPIC_OR_PARTITION", -1)}
+    # Out of range: the fetch learns no offsets (-1), ListOffsets gives the new start.
+    assert _fetch_error_and_earliest(broker_any.bootstrap, topic, 2) == ("OFFSET_OUT_OF_RANGE", -1, 4)
+    assert _fetch_error_and_earliest(broker_any.bootstrap, topic, 4)[0] == "NONE"
+    # A new group starting from the earliest offset reads from the new start.
+    got = consume("confluent", broker_any.bootstrap, topic, f"g-{uuid.uuid4().hex[:8]}", 6)
+    assert sorted(got) == [(0, o) for o in range(4, 10)]
+    assert _delete_records(broker_any.bootstrap, topic, {0: -1}) == {0: ("NONE", 10)}
+    assert _fetch_error_and_earliest(broker_any.bootstrap, topic, 10) == ("NONE", 10, 10)

@@ -1,0 +1,33 @@
+"""DeleteRecords: a partition's log start offset moves up; fetches below it answer
+OFFSET_OUT_OF_RANGE and ListOffsets' earliest is the new start."""
+from kcoord.api import ApiDescriptor, ApiKey
+from wire.errors import ErrorCode
+
+HIGH_WATERMARK = -1  # delete everything produced so far
+
+
+def _delete(partition, offset: int) -> tuple[ErrorCode, int]:
+    before = partition.high_watermark if offset == HIGH_WATERMARK else offset
+    if before < 0 or before > partition.high_watermark:
+        return ErrorCode.OFFSET_OUT_OF_RANGE, -1
+    return ErrorCode.NONE, partition.delete_records(before)
+
+
+async def delete_records(ctx, req):
+    store = ctx.broker.topics
+    topics = []
+    for t in req.topics:
+        results = []
+        for p in t.partitions:
+            partition = store.partition(t.name, p.partition_index)
+            error, low = ((ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1) if partition is None
+                          else _delete(partition, p.offset))
+            results.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": error})
+        topics.append({"name": t.name, "partitions": results})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.DELETE_RECORDS, 0, 2, delete_records,
+    "the log start offset moves (-1: to the high watermark); whole batches below it are dropped",
+    version_notes={2: "flexible versions"})
