@@ -42,3 +42,94 @@ _TYPES = {
 def config_type(name: str) -> int:
     return _TYPES.get(name, _LONG)
 
+
+# The values Kafka's validators allow, in the order its messages list them.
+_CHOICES = {
+    "cleanup.policy": ("compact", "delete"),
+    "compression.type": ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    "message.timestamp.type": ("CreateTime", "LogAppendTime"),
+}
+_TYPE_NAMES = {_INT: "INT", _LONG: "LONG", _DOUBLE: "DOUBLE"}
+_BOUNDS = {_INT: 2**31, _LONG: 2**63}
+
+
+class TopicConfigError(ValueError):
+    """A topic config change Kafka refuses: `code_name` is the ErrorCode member, the text Kafka's message."""
+
+    def __init__(self, code_name: str, message: str):
+        self.code_name = code_name
+        super().__init__(message)
+
+
+def _invalid(name: str, value, why: str) -> TopicConfigError:
+    return TopicConfigError("INVALID_CONFIG", f"Invalid value {value} for configuration {name}: {why}")
+
+
+def check_topic_config(name: str, value: str | None) -> None:
+    """Kafka's checks of one topic config value: a known name, its type, its allowed values.
+    (Range bounds are not modelled: see docs/deviations.md.)"""
+    if name not in TOPIC_DEFAULTS:
+        raise TopicConfigError("INVALID_CONFIG", f"Unknown topic config name: {name}")
+    kind = config_type(name)
+    text = "" if value is None else value.strip()
+    if kind in _TYPE_NAMES:
+        try:
+            number = float(text) if kind == _DOUBLE else int(text)
+        except ValueError:
+            raise _invalid(name, value, f"Not a number of type {_TYPE_NAMES[kind]}") from None
+        if kind != _DOUBLE and not -_BOUNDS[kind] <= number < _BOUNDS[kind]:
+            raise _invalid(name, value, f"Not a number of type {_TYPE_NAMES[kind]}")
+    elif kind == _BOOLEAN:
+        if text.lower() not in ("true", "false"):
+            raise _invalid(name, value, "Expected value to be either true or false")
+    if name in _CHOICES:
+        items = [i.strip() for i in text.split(",")] if kind == _LIST else [text]
+        if any(i not in _CHOICES[name] for i in items):
+            bad = next(i for i in items if i not in _CHOICES[name])
+            raise _invalid(name, bad if kind == _LIST else value,
+                           f"String must be one of: {', '.join(_CHOICES[name])}")
+
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+_OPERATION_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+
+
+def altered(current: dict[str, str], ops: list[tuple[str, int, str | None]]) -> dict[str, str]:
+    """A topic's own configs after IncrementalAlterConfigs' operations, checked as Kafka checks
+    them; TopicConfigError otherwise."""
+    names = [n for n, _, _ in ops]
+    if len(set(names)) != len(names):
+        raise TopicConfigError("INVALID_REQUEST", "Error due to duplicate config keys")
+    configs = dict(current)
+    for name, op, value in ops:
+        if name not in TOPIC_DEFAULTS:
+            raise TopicConfigError("INVALID_CONFIG", f"Unknown topic config name: {name}")
+        if op == SET:
+            configs[name] = value
+        elif op == DELETE:
+            configs.pop(name, None)
+        elif op in (APPEND, SUBTRACT):
+            if config_type(name) != _LIST:
+                raise TopicConfigError("INVALID_CONFIG", f"Can't {_OPERATION_NAMES[op]} to key {name} because "
+                                                         "its type is not LIST.")
+            have = [i for i in configs.get(name, TOPIC_DEFAULTS[name]).split(",") if i]
+            given = [i.strip() for i in (value or "").split(",") if i.strip()]
+            items = have + [i for i in given if i not in have] if op == APPEND else [i for i in have
+                                                                                      if i not in given]
+            configs[name] = ",".join(items)
+        else:
+            raise TopicConfigError("INVALID_REQUEST", f"Unknown operation {op} for {name}")
+        if name in configs:
+            check_topic_config(name, configs[name])
+    return configs
+
+
+def replaced(ops: list[tuple[str, str | None]]) -> dict[str, str]:
+    """A topic's own configs after AlterConfigs, which replaces all of them."""
+    names = [n for n, _ in ops]
+    if len(set(names)) != len(names):
+        raise TopicConfigError("INVALID_REQUEST", "Error due to duplicate config keys")
+    for name, value in ops:
+        check_topic_config(name, value)
+    return {name: value for name, value in ops}
+

@@ -100,6 +100,14 @@ class TopicStore:
         topic.partitions.extend(added)
         return topic
 
+    def set_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """Replace a topic's own configs; recorded (durable state) before it takes effect."""
+        topic = self.topics[name]
+        if self.observer is not None:
+            self.observer.topic_configured(topic, configs)
+        topic.configs = dict(configs)
+        return topic
+
     def get(self, name: str) -> Topic | None:
         return self.topics.get(name)
 

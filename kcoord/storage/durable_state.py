@@ -205,6 +205,10 @@ class DurableState:
                                      "partitions": len(topic.partitions) + len(added), "configs": topic.configs}))
         self._watch_partitions(topic.name, added)
 
+    def topic_configured(self, topic, configs: dict[str, str]) -> None:
+        self.log.append(_json(b"T", {"name": topic.name, "id": str(topic.topic_id),
+                                     "partitions": len(topic.partitions), "configs": configs}))
+
     def topic_deleted(self, topic) -> None:
         self.log.append(_json(b"t", {"name": topic.name}))
 

@@ -168,3 +168,93 @@ def test_delete_records_moves_the_log_start_as_kafka_does(broker_any):
     assert sorted(got) == [(0, o) for o in range(4, 10)]
     assert _delete_records(broker_any.bootstrap, topic, {0: -1}) == {0: ("NONE", 10)}
     assert _fetch_error_and_earliest(broker_any.bootstrap, topic, 10) == ("NONE", 10, 10)
+
+
+INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS, DESCRIBE_CONFIGS = 44, 33, 32
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def _incremental(conn, topic, *ops, validate_only=False):
+    r = conn.call(INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{"resource_type": 2, "resource_name": topic, "configs": [
+        {"name": n, "config_operation": op, "value": v} for n, op, v in ops]}], "validate_only": validate_only})
+    return [(ErrorCode(x.error_code).name, x.error_message) for x in r.responses]
+
+
+def _alter(conn, topic, *configs):
+    r = conn.call(ALTER_CONFIGS, 2, {"resources": [{"resource_type": 2, "resource_name": topic, "configs": [
+        {"name": n, "value": v} for n, v in configs]}], "validate_only": False})
+    return [(ErrorCode(x.error_code).name, x.error_message) for x in r.responses]
+
+
+def _own_configs(conn, topic):
+    """The topic's own configs (source DYNAMIC_TOPIC_CONFIG), as DescribeConfigs reports them."""
+    r = conn.call(DESCRIBE_CONFIGS, 4, {"resources": [{"resource_type": 2, "resource_name": topic,
+                                                       "configuration_keys": None}],
+                                        "include_synonyms": False, "include_documentation": False})
+    return {c.name: c.value for c in r.results[0].configs if c.config_source == 1}
+
+
+def test_topic_configs_are_altered_and_refused_as_kafka_does(broker_any):
+    topic = f"cfg-{uuid.uuid4().hex[:8]}"
+    create_topic(broker_any.bootstrap, topic, 1)
+    ok = [("NONE", None)]
+    with Connection.to(broker_any.bootstrap, 10.0) as c:
+        assert _incremental(c, topic, ("retention.ms", SET, "1000"), ("cleanup.policy", SET, "compact")) == ok
+        assert _own_configs(c, topic) == {"retention.ms": "1000", "cleanup.policy": "compact"}
+        assert _incremental(c, topic, ("cleanup.policy", APPEND, "delete")) == ok
+        assert _own_configs(c, topic)["cleanup.policy"] == "compact,delete"
+        assert _incremental(c, topic, ("cleanup.policy", SUBTRACT, "compact")) == ok
+        assert _own_configs(c, topic)["cleanup.policy"] == "delete"
+        assert _incremental(c, topic, ("retention.ms", DELETE, None)) == ok
+        assert _own_configs(c, topic) == {"cleanup.policy": "delete"}
+        assert _incremental(c, topic, ("retention.ms", SET, "7"), validate_only=True) == ok
+        assert _own_configs(c, topic) == {"cleanup.policy": "delete"}
+        assert _incremental(c, topic, ("foo.bar", SET, "1")) == [("INVALID_CONFIG", "Unknown topic config name: foo.bar")]
+        assert _incremental(c, topic, ("retention.ms", SET, "abc")) == [
+            ("INVALID_CONFIG", "Invalid value abc for configuration retention.ms: Not a number of type LONG")]
+        assert _incremental(c, topic, ("retention.ms", APPEND, "5")) == [
+            ("INVALID_CONFIG", "Can't APPEND to key retention.ms because its type is not LIST.")]
+        assert _incremental(c, topic, ("cleanup.policy", SET, "bogus")) == [
+            ("INVALID_CONFIG", "Invalid value bogus for configuration cleanup.policy: String must be one of: "
+                               "compact, delete")]
+        assert _incremental(c, topic, ("compression.type", SET, "brotli")) == [
+            ("INVALID_CONFIG", "Invalid value brotli for configuration compression.type: String must be one of: "
+                               "uncompressed, zstd, lz4, snappy, gzip, producer")]
+        assert _incremental(c, topic, ("retention.ms", SET, "7"), ("retention.ms", SET, "8")) == [
+            ("INVALID_REQUEST", "Error due to duplicate config keys")]
+        assert _incremental(c, f"{topic}-none", ("retention.ms", SET, "1")) == [
+            ("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{topic}-none' does not exist.")]
+        assert _own_configs(c, topic) == {"cleanup.policy": "delete"}  # nothing refused was applied
+        # AlterConfigs replaces the whole set.
+        assert _alter(c, topic, ("segment.ms", "100000"), ("retention.ms", "5000")) == ok
+        assert _own_configs(c, topic) == {"segment.ms": "100000", "retention.ms": "5000"}
+        assert _alter(c, topic, ("foo", "1")) == [("INVALID_CONFIG", "Unknown topic config name: foo")]
+        assert _alter(c, f"{topic}-none", ("retention.ms", "1")) == [
+            ("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{topic}-none' does not exist.")]
+
+
+def test_confluent_admin_client_grows_configures_and_trims(broker_any):
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       NewPartitions)
+
+    from tests.integration.clients import produce
+
+    topic = f"adm-{uuid.uuid4().hex[:8]}"
+    create_topic(broker_any.bootstrap, topic, 1)
+    produce("confluent", broker_any.bootstrap, topic, 5)
+    admin = AdminClient({"bootstrap.servers": broker_any.bootstrap})
+    admin.create_partitions([NewPartitions(topic, 3)])[topic].result(30)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
+        ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
+    configs = next(iter(described.values())).result(30)
+    assert configs["retention.ms"].value == "60000"
+    deleted = admin.delete_records([TopicPartition(topic, 0, 3)])
+    low = next(iter(deleted.values())).result(30)
+    assert low.low_watermark == 3
+    deadline = time.monotonic() + 10
+    while len(partitions(broker_any.bootstrap, topic)) != 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(partitions(broker_any.bootstrap, topic)) == 3

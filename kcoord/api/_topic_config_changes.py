@@ -1,0 +1,39 @@
+"""What AlterConfigs and IncrementalAlterConfigs share: one answer per resource, topics
+changed through the topic store (recorded before they take effect), broker resources
+refused (kcoord's broker configs are fixed at start: docs/deviations.md)."""
+from typing import Callable
+
+from kcoord.log.configs import TopicConfigError
+from wire.errors import ErrorCode
+
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+
+
+def change_configs(ctx, req, new_configs: Callable[[dict[str, str], object], dict[str, str]]) -> dict:
+    """`new_configs(current, resource)` gives a topic's configs after the request's change to it."""
+    store = ctx.broker.topics
+    responses = []
+    for res in req.resources:
+        r = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": res.resource_type,
+             "resource_name": res.resource_name}
+        if res.resource_type == TOPIC_RESOURCE:
+            topic = store.get(res.resource_name)
+            if topic is None:
+                r["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                r["error_message"] = f"The topic '{res.resource_name}' does not exist."
+            else:
+                try:
+                    configs = new_configs(topic.configs, res)
+                except TopicConfigError as err:
+                    r["error_code"], r["error_message"] = ErrorCode[err.code_name], str(err)
+                else:
+                    if not req.validate_only:
+                        store.set_configs(topic.name, configs)
+        elif res.resource_type == BROKER_RESOURCE:
+            r["error_code"] = ErrorCode.INVALID_REQUEST
+            r["error_message"] = "kcoord's broker configs are set at start (--config, --config-file), not at run time"
+        else:
+            r["error_code"] = ErrorCode.INVALID_REQUEST
+            r["error_message"] = f"resource type {res.resource_type} is not supported"
+        responses.append(r)
+    return {"throttle_time_ms": 0, "responses": responses}

@@ -1,0 +1,16 @@
+"""IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on a topic's configs."""
+from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api._topic_config_changes import change_configs
+from kcoord.log.configs import altered
+
+
+async def incremental_alter_configs(ctx, req):
+    return change_configs(ctx, req, lambda current, res: altered(
+        current, [(c.name, c.config_operation, c.value) for c in res.configs]))
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs,
+    "topic configs, checked as Kafka checks them (name, type, allowed values); broker configs are "
+    "fixed at start",
+    version_notes={1: "flexible versions"})
