@@ -20,6 +20,7 @@ $(TSTAMP): $(STAMP) pyproject.toml
 	$(PIP) install -q -e '.[test]'
 	@$(MAKE) --no-print-directory docker-tools
 	@$(MAKE) --no-print-directory reference-kafka
+	@$(MAKE) --no-print-directory spark-kafka
 	touch $@
 
 # The reference Apache Kafka (broker, tools, Java client 4.x: ~55 MB of jars from Maven
@@ -34,6 +35,13 @@ reference-kafka: $(STAMP)
 		fi; \
 	fi
 	$(PY) -m kcoord.testing.reference_kafka fetch
+
+# Spark's Kafka connector at pyspark's version (spark-sql-kafka-0-10, kafka-clients,
+# commons-pool2: ~15 MB into ~/.cache/kcoord/spark-kafka-VERSION, once), for
+# tests/integration/test_spark_kafka_source.py. Maven is already there (reference-kafka).
+.PHONY: spark-kafka
+spark-kafka: reference-kafka
+	$(PY) -m kcoord.testing.spark_kafka fetch
 
 # The compose tests (tests/docker) need a docker engine + CLI, docker-compose and
 # debootstrap (a local base image: no registry is reachable). Installed with apt as root.

@@ -9,8 +9,9 @@ A records blob is a sequence of batches. Each batch has a 61-byte header:
 
 The CRC-32C (Castagnoli) covers everything from `attributes` to the end of the
 batch, so a broker can assign offsets (baseOffset) and leader epochs without
-recomputing it. Records are decoded for uncompressed and gzip batches; other
-codecs are reported, and their batches still pass through untouched.
+recomputing it. Records are decoded for every codec Kafka has: gzip here, snappy,
+lz4 and zstd with kafka-python's codecs (its extras, which kcoord depends on); where one
+of those libraries is missing, the batch is reported and still passes through untouched.
 """
 from __future__ import annotations
 
@@ -163,11 +164,34 @@ def rewrite_leader_epoch(batch: bytes, epoch: int) -> bytes:
 def record_timestamps(blob: bytes) -> Iterator[tuple[int, int]]:
     """(offset, timestamp) of each record; batch-level (max timestamp) where records can't be decoded."""
     for batch in iter_batches(blob, validate_crc=False):
-        if batch.compression in (0, 1):
+        if decodable(batch.compression):
             for r in decode_records(batch):
                 yield r.offset, r.timestamp
         else:
             yield batch.last_offset, batch.max_timestamp
+
+
+def _decoders() -> dict:
+    from kafka import codec
+
+    return {1: gzip.decompress,
+            2: codec.snappy_decode if codec.has_snappy() else None,  # xerial-framed, as Kafka's Java client writes it
+            3: codec.lz4_decode if codec.has_lz4() else None,
+            4: codec.zstd_decode if codec.has_zstd() else None}
+
+
+def decodable(compression: int) -> bool:
+    """Whether this process can read the records of a batch with this codec."""
+    return compression == 0 or _decoders().get(compression) is not None
+
+
+def _encoders() -> dict:
+    from kafka import codec
+
+    return {1: lambda body: gzip.compress(body),
+            2: codec.snappy_encode if codec.has_snappy() else None,
+            3: codec.lz4_encode if codec.has_lz4() else None,
+            4: codec.zstd_encode if codec.has_zstd() else None}
 
 
 # ---------------------------------------------------------------------------
@@ -207,10 +231,12 @@ def _read_blob(buf, pos, what):
 
 def decode_records(batch: RecordBatch) -> list[Record]:
     body = batch.raw[HEADER_SIZE:]
-    if batch.compression == 1:
-        body = gzip.decompress(body)
-    elif batch.compression != 0:
-        raise RecordsError(f"batch compressed with {batch.compression_name}: records not decoded")
+    if batch.compression != 0:
+        decode = _decoders().get(batch.compression)
+        if decode is None:
+            raise RecordsError(f"batch compressed with {batch.compression_name}: records not decoded "
+                               f"(its codec library is not installed)")
+        body = decode(bytes(body))
     out = []
     pos = 0
     for _ in range(batch.records_count):
@@ -274,10 +300,12 @@ def build_batch(records: list[Record] | list[tuple], base_offset: int = 0, *, co
                 rec += hv
         _write_varint(len(rec), body)
         body += rec
-    if compression == 1:
-        body = bytearray(gzip.compress(bytes(body)))
-    elif compression != 0:
-        raise ValueError(f"build_batch supports none and gzip, not {COMPRESSION_NAMES.get(compression)}")
+    if compression != 0:
+        encode = _encoders().get(compression)
+        if encode is None:
+            raise ValueError(f"build_batch cannot compress with {COMPRESSION_NAMES.get(compression)}: "
+                             f"its codec library is not installed")
+        body = bytearray(encode(bytes(body)))
     attributes = compression | (timestamp_type << 3) | (0x10 if transactional else 0)
     tail = struct.pack(">hiqqqhii", attributes, max(len(recs) - 1, 0), base_ts, max_ts, producer_id,
                        producer_epoch, base_sequence, len(recs)) + bytes(body)

@@ -1,8 +1,9 @@
 """The Java AdminClient, and Spark's two Kafka-source access patterns, run through the Java client.
 
-Spark's Kafka connector jar is not obtainable here; its access patterns are reproduced
-with the same Java client calls it makes (AdminClient on the driver, assign/seek/poll on
-executors, or a subscribing driver consumer in useDeprecatedOffsetFetching mode).
+Fast checks of the Java client calls Spark's Kafka source makes (AdminClient on the driver,
+assign/seek/poll on executors, or a subscribing driver consumer in useDeprecatedOffsetFetching
+mode), with more records and rebalancing drivers than a Spark run affords. The real connector
+runs in test_spark_kafka_source.py.
 """
 import uuid
 

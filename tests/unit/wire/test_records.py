@@ -13,7 +13,7 @@ _record = st.tuples(_blob, _blob, st.integers(0, 2**41),
                     st.lists(st.tuples(st.text(max_size=8), _blob), max_size=3))
 
 
-@given(st.lists(_record, min_size=1, max_size=8), st.sampled_from([0, 1]), st.integers(0, 2**40))
+@given(st.lists(_record, min_size=1, max_size=8), st.sampled_from([0, 1, 2, 3, 4]), st.integers(0, 2**40))
 @settings(max_examples=150, deadline=None)
 def test_build_parse_roundtrip(recs, compression, base):
     data = R.build_batch(recs, base_offset=base, compression=compression)
@@ -48,6 +48,26 @@ def test_several_batches_in_one_blob():
     batches = list(R.iter_batches(blob))
     assert [b.last_offset for b in batches] == [0, 2]
     assert list(R.record_timestamps(blob)) == [(0, 0), (1, 0), (2, 0)]
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_compressed_batches_of_kafka_python_give_each_record_its_timestamp(codec):
+    # ListOffsets by timestamp answers the first record at or after it, inside a compressed batch as well
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
+                                        producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for i in range(5):
+        builder.append(i, timestamp=1000 + 10 * i, key=b"k%d" % i, value=b"v%d" % i * 50, headers=[])
+    blob = bytes(builder.build())
+    assert R.parse_batch(blob).compression == codec
+    assert list(R.record_timestamps(blob)) == [(i, 1000 + 10 * i) for i in range(5)]
+
+
+def test_a_batch_whose_codec_is_missing_is_seen_whole(monkeypatch):
+    blob = R.build_batch([(b"k", b"v", 5), (b"k", b"w", 9)], compression=4)
+    monkeypatch.setattr(R, "_decoders", lambda: {1: None})
+    assert list(R.record_timestamps(blob)) == [(1, 9)]
+    with pytest.raises(R.RecordsError, match="zstd"):
+        R.parse_batch(blob).records()
 
 
 @pytest.mark.parametrize("magic", [0, 1])
