@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kcoord.conformance.javaclient import build_dir, classpath, compile_once
+from kcoord.conformance.javaclient import JVM_OPTS, build_dir, classpath, compile_once
 
 SOURCE = Path(__file__).with_name("java") / "KcoordJavaLogin.java"
 
@@ -22,8 +22,8 @@ def login_command(bootstrap: str, topic: str, group: str, max_seconds: int, prop
     if not (out / "KcoordJavaLogin.class").exists():
         build_dir()  # checks the JDK
         compile_once(out, "KcoordJavaLogin.class", source, classpath(), f"{source.name} does not compile")
-    return ["java", "-cp", f"{out}:{classpath()}", "KcoordJavaLogin", bootstrap, topic, group, str(max_seconds),
-            *(f"{k}={v}" for k, v in properties.items())]
+    return ["java", *JVM_OPTS, "-cp", f"{out}:{classpath()}", "KcoordJavaLogin", bootstrap, topic, group,
+            str(max_seconds), *(f"{k}={v}" for k, v in properties.items())]
 
 
 def login(bootstrap: str, topic: str, group: str, properties: dict, max_seconds: int = 60) -> list[dict]:
