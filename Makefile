@@ -64,8 +64,14 @@ install-test: $(TSTAMP)
 run: $(STAMP)
 	$(VENV)/bin/kcoord serve --listen 127.0.0.1:9092 --data-dir .kcoord-data
 
+# The suite runs on 4 pytest-xdist workers: most of its time is spent waiting on client
+# processes, JVM start-up and coordinator timers, so 4 keep a 2-core machine busy.
+# tests/conftest.py groups the tests sharing a JVM and starts the longest first.
+# Serially: `make test PYTEST_ARGS=-n0`; one file: `make test PYTEST_ARGS="-n0 tests/unit"`.
+PYTEST_ARGS ?= -n 4 --dist loadgroup --no-loadscope-reorder
+
 test: $(TSTAMP)
-	$(PY) -m pytest -q -p no:cacheprovider --cov=kcoord/coordinator --cov-report=term
+	$(PY) -m pytest -q -p no:cacheprovider --cov=kcoord/coordinator --cov-report=term $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .kcoord-data

@@ -3,9 +3,10 @@ import shutil
 import pytest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark():
-    """One local SparkSession per test module: JVM start-up is the expensive part."""
+    """One local SparkSession for the session: JVM start-up is the expensive part (the modules
+    using it share one xdist group, tests/conftest.py, so a parallel run starts one too)."""
     if shutil.which("java") is None:
         pytest.fail("kcoord report needs Java 17+ on PATH (apt-get install openjdk-17-jre-headless)")
     try:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kcoord.conformance.javaclient import build_dir, classpath
+from kcoord.conformance.javaclient import JVM_OPTS, build_dir, classpath, compile_once
 
 SOURCE = Path(__file__).with_name("java") / "KcoordJavaLogin.java"
 
@@ -21,10 +21,9 @@ def login_command(bootstrap: str, topic: str, group: str, max_seconds: int, prop
     out = Path(sys.prefix) / "java-build" / f"login-{digest}"
     if not (out / "KcoordJavaLogin.class").exists():
         build_dir()  # checks the JDK
-        out.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["javac", "-nowarn", "-cp", classpath(), "-d", str(out), str(source)], check=True)
-    return ["java", "-cp", f"{out}:{classpath()}", "KcoordJavaLogin", bootstrap, topic, group, str(max_seconds),
-            *(f"{k}={v}" for k, v in properties.items())]
+        compile_once(out, "KcoordJavaLogin.class", source, classpath(), f"{source.name} does not compile")
+    return ["java", *JVM_OPTS, "-cp", f"{out}:{classpath()}", "KcoordJavaLogin", bootstrap, topic, group,
+            str(max_seconds), *(f"{k}={v}" for k, v in properties.items())]
 
 
 def login(bootstrap: str, topic: str, group: str, properties: dict, max_seconds: int = 60) -> list[dict]:

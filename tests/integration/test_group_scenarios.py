@@ -189,9 +189,14 @@ def test_cooperative_sticky_revokes_only_moved_partitions(broker_any, client):
         assert owned_before[0] | owned_before[1] == set(range(PARTITIONS))
         third = Member(client, b, topic, group, assignor="cooperative-sticky")
         members.append(third)
-        # the third member's partitions arrive in the cooperative protocol's follow-up rebalance
-        got = third.wait_for(lambda e: e["event"] == "assigned" and e["partitions"])
-        moved = set(got["partitions"])
+        # The third member's partitions arrive in the cooperative protocol's follow-up rebalance,
+        # or over two when one member gives its share up late: it still owns all it was given
+        # when the next rebalance begins, so that one can only hand over the other member's share
+        # (seen with the Java client 3.9.1 on kcoord and on Kafka alike, on a loaded machine).
+        # What moved is what the third member owns once the assignment is balanced again.
+        third.wait_for(lambda e: e["event"] == "assigned" and e["partitions"])
+        _eventually(lambda: _balanced(members), "the three members own every partition, balanced")
+        moved = set(_owned(third))
         assert 3 <= len(moved) <= 5
         for m, mark, before in zip(members, marks, owned_before):
             revoked = {p for e in m.events[mark:] if e["event"] == "revoked" for p in e["partitions"]}
@@ -212,3 +217,12 @@ def _eventually(check, what: str, timeout: float = 60):
 
 def _owned(member):
     return next(e for e in reversed(member.events) if e["event"] == "assigned")["owned"]
+
+
+def _balanced(members) -> bool:
+    """Every partition owned by exactly one member, and no member owning two more than another."""
+    if not all(any(e["event"] == "assigned" for e in m.events) for m in members):
+        return False
+    owned = [_owned(m) for m in members]
+    flat = sorted(p for ps in owned for p in ps)
+    return flat == list(range(PARTITIONS)) and max(map(len, owned)) - min(map(len, owned)) <= 1
