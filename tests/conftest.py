@@ -40,6 +40,7 @@ ESTIMATES = {
     "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
     "differential-delay3000": 250,
     "spark": 200,                 # Spark start-up, a journal scenario with real clients, two reports
+    "spark-source": 180,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
     "tests/integration/test_group_lifecycle.py::test_a_million_unknown_group_ids_leave_nothing_behind": 425,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
@@ -56,6 +57,9 @@ ESTIMATES = {
 }
 
 SPARK_MODULES = ("tests/analytics/test_report_journal.py", "tests/analytics/test_report_kafka_logs.py")
+# One Spark session for both brokers' cases: the module's worker starts a reference Kafka of its
+# own rather than joining the long "reference-kafka" group with a Spark JVM beside it.
+SPARK_SOURCE_MODULE = "tests/integration/test_spark_kafka_source.py"
 
 
 def _uses_session_kafka(item, broker_choice: str) -> bool:
@@ -68,8 +72,11 @@ def _uses_session_kafka(item, broker_choice: str) -> bool:
 
 
 def _group(item, broker_choice: str) -> str | None:
-    if item.nodeid.split("::", 1)[0] in SPARK_MODULES:
+    module = item.nodeid.split("::", 1)[0]
+    if module in SPARK_MODULES:
         return "spark"
+    if module == SPARK_SOURCE_MODULE:
+        return "spark-source"
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "broker_pair" in callspec.params:  # test_differential's module-scoped pair
         return f"differential-delay{callspec.params['broker_pair']}"
