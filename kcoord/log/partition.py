@@ -57,6 +57,8 @@ def _last_sequence(b) -> int:
 class Partition:
     def __init__(self, index: int):
         self.index = index
+        # One node leads every partition from its creation on, so there is never a second
+        # epoch: Metadata, Fetch and OffsetForLeaderEpoch all speak of epoch 0.
         self.leader_epoch = 0
         self.log_start_offset = 0
         self.high_watermark = 0          # the offset the next record will get
@@ -165,6 +167,14 @@ class Partition:
         if b.base_sequence != expected:
             raise AppendError("OUT_OF_ORDER_SEQUENCE_NUMBER",
                               f"expected sequence {expected} from producer {b.producer_id}, got {b.base_sequence}")
+
+    def epoch_error(self, current_epoch: int) -> str | None:
+        """The ErrorCode name fencing a client that believes the leader epoch is `current_epoch`
+        (-1: it does not say), or None. A client ahead of the broker may know of a leader
+        change not yet seen here; one behind has old metadata."""
+        if current_epoch == -1 or current_epoch == self.leader_epoch:
+            return None
+        return "UNKNOWN_LEADER_EPOCH" if current_epoch > self.leader_epoch else "FENCED_LEADER_EPOCH"
 
     def delete_records(self, before: int) -> int:
         """Move the log start offset up to `before` (DeleteRecords); returns the new start.
