@@ -33,6 +33,7 @@ class _BatchSeen:
     first_sequence: int
     last_sequence: int
     base_offset: int
+    max_timestamp: int
 
 
 @dataclass
@@ -44,6 +45,10 @@ class _ProducerState:
     @property
     def last_sequence(self) -> int:
         return self.batches[-1].last_sequence
+
+    @property
+    def last_timestamp(self) -> int:
+        return self.batches[-1].max_timestamp
 
     def duplicate_of(self, first_sequence: int, last_sequence: int) -> _BatchSeen | None:
         return next((b for b in self.batches
@@ -129,7 +134,7 @@ class Partition:
             state = self._producers.get(b.producer_id)
             if state is None or state.epoch != b.producer_epoch:
                 state = self._producers[b.producer_id] = _ProducerState(b.producer_epoch)
-            state.batches.append(_BatchSeen(b.base_sequence, _last_sequence(b), stored.base_offset))
+            state.batches.append(_BatchSeen(b.base_sequence, _last_sequence(b), stored.base_offset, stored.max_timestamp))
         return stored
 
     def _duplicate(self, b) -> _BatchSeen | None:
@@ -175,6 +180,14 @@ class Partition:
         if current_epoch == -1 or current_epoch == self.leader_epoch:
             return None
         return "UNKNOWN_LEADER_EPOCH" if current_epoch > self.leader_epoch else "FENCED_LEADER_EPOCH"
+
+    def size_bytes(self) -> int:
+        """The bytes of the batches kept, as they are stored and fetched."""
+        return sum(len(b.data) for b in self.batches)
+
+    def producers(self) -> list[tuple[int, int, int, int]]:
+        """Each idempotent producer seen: (producer id, epoch, last sequence, last timestamp)."""
+        return [(pid, s.epoch, s.last_sequence, s.last_timestamp) for pid, s in self._producers.items()]
 
     def delete_records(self, before: int) -> int:
         """Move the log start offset up to `before` (DeleteRecords); returns the new start.

@@ -1,7 +1,10 @@
 """APIs Java clients and Kafka's tools use beside the group ones, on kcoord and on the
-reference Kafka: OffsetForLeaderEpoch."""
+reference Kafka: OffsetForLeaderEpoch, DescribeLogDirs, DescribeProducers. Values that are
+the broker's own (producer ids, the log dir, the volume's bytes) are compared by shape."""
 from __future__ import annotations
 
+import os
+import time
 import uuid
 
 from kcoord.protocol_client import Connection
@@ -9,7 +12,7 @@ from kcoord.testing.brokers import create_topic, end_offsets
 from tests.integration.clients import produce
 from wire.errors import ErrorCode
 
-FETCH, LIST_OFFSETS, METADATA, OFFSET_FOR_LEADER_EPOCH = 1, 2, 3, 23
+FETCH, LIST_OFFSETS, METADATA, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS = 1, 2, 3, 23, 35, 61
 
 
 def _epochs(conn, topic) -> dict[int, int]:
@@ -81,3 +84,95 @@ def test_offset_for_leader_epoch_answers_as_kafka_does(broker_any):
     create_topic(broker_any.bootstrap, empty, 1)
     with Connection.to(broker_any.bootstrap, 10.0) as conn:
         assert _end_of_epoch(conn, empty, [(0, -1, 0)]) == [("NONE", 0, 0)]
+
+
+def _log_dirs(conn, topics, version):
+    answer = conn.call(DESCRIBE_LOG_DIRS, version, {"topics": topics})
+    assert answer.get("error_code", 0) == 0
+    [result] = answer.results  # one log dir on both brokers
+    assert result.error_code == 0 and result.log_dir
+    return result, {(t.name, p.partition_index): p for t in result.topics for p in t.partitions}
+
+
+def test_describe_log_dirs_sizes_are_the_stored_batches(broker_any):
+    topic = f"dirs-{uuid.uuid4().hex[:8]}"
+    create_topic(broker_any.bootstrap, topic, 2)
+    produce("confluent", broker_any.bootstrap, topic, 30)
+    with Connection.to(broker_any.bootstrap, 10.0) as conn:
+        assert conn.versions[DESCRIBE_LOG_DIRS] == (1, 5)
+        # What a fetch from the start returns is what the log holds, byte for byte.
+        stored = {p: len(_fetch(conn, topic, p, -1)[1]) for p in range(2)}
+        assert all(stored.values())
+        for version in (1, 3, 4, 5):
+            # Partitions and topics the broker does not hold are left out without an error.
+            result, parts = _log_dirs(conn, [{"topic": topic, "partitions": [0, 1, 9]},
+                                             {"topic": f"no-{topic}", "partitions": [0]}], version)
+            assert [t.name for t in result.topics] == [topic]
+            assert {k: (p.partition_size, p.offset_lag, p.is_future_key) for k, p in parts.items()} == {
+                (topic, 0): (stored[0], 0, False), (topic, 1): (stored[1], 0, False)}
+            if version >= 4:
+                # Kafka gives its volume's bytes; kcoord in memory has no volume (-1).
+                assert result.total_bytes >= result.usable_bytes >= -1
+                assert (result.total_bytes == -1) == (result.usable_bytes == -1)
+        result, _ = _log_dirs(conn, [], 4)
+        assert result.topics == []
+        _, parts = _log_dirs(conn, None, 4)  # every topic
+        assert {k for k in parts if k[0] == topic} == {(topic, 0), (topic, 1)}
+
+
+def test_describe_log_dirs_names_the_data_dir(tmp_path):
+    from kcoord.api.describe_log_dirs import IN_MEMORY
+    from kcoord.testing.plugin import start_server
+
+    for data_dir in (None, str(tmp_path)):
+        server = start_server(data_dir=data_dir)
+        try:
+            create_topic(server.bootstrap, "kept", 1)
+            produce("confluent", server.bootstrap, "kept", 5)
+            with Connection.to(server.bootstrap, 10.0) as conn:
+                result, parts = _log_dirs(conn, [{"topic": "kept", "partitions": [0]}], 4)
+            [partition] = server.app.broker.topics.get("kept").partitions
+            assert parts[("kept", 0)].partition_size == partition.size_bytes() > 0
+            if data_dir is None:
+                assert (result.log_dir, result.total_bytes, result.usable_bytes) == (IN_MEMORY, -1, -1)
+            else:
+                assert result.log_dir == os.path.abspath(data_dir)
+                assert result.total_bytes >= result.usable_bytes > 0
+        finally:
+            server.stop()
+
+
+def _producers(conn, *asks) -> dict[tuple[str, int], tuple[str, str | None, list]]:
+    answer = conn.call(DESCRIBE_PRODUCERS, 0, {"topics": [{"name": t, "partition_indexes": ps} for t, ps in asks]})
+    assert [t.name for t in answer.topics] == [t for t, _ in asks]
+    return {(t.name, p.partition_index): (ErrorCode(p.error_code).name, p.error_message, p.active_producers)
+            for t in answer.topics for p in t.partitions}
+
+
+def test_describe_producers_shows_idempotent_producers_state(broker_any):
+    idempotent, plain = f"idem-{uuid.uuid4().hex[:8]}", f"plain-{uuid.uuid4().hex[:8]}"
+    create_topic(broker_any.bootstrap, idempotent, 2)
+    create_topic(broker_any.bootstrap, plain, 1)
+    before = int(time.time() * 1000) - 1000
+    produce("confluent", broker_any.bootstrap, idempotent, 40, idempotent=True)
+    produce("confluent", broker_any.bootstrap, plain, 5)
+    after = int(time.time() * 1000) + 1000
+    ends = end_offsets(broker_any.bootstrap, idempotent)
+    with Connection.to(broker_any.bootstrap, 10.0) as conn:
+        assert conn.versions[DESCRIBE_PRODUCERS] == (0, 0)
+        seen = _producers(conn, (idempotent, [0, 1, 9]), (plain, [0]), (f"no-{plain}", [0]))
+    ids = set()
+    for p in (0, 1):
+        error, message, [state] = seen[(idempotent, p)]
+        assert (error, message) == ("NONE", None)
+        ids.add(state.producer_id)
+        # One producer session from sequence 0: its last sequence is the partition's last offset.
+        assert (state.producer_epoch, state.last_sequence, state.coordinator_epoch, state.current_txn_start_offset) == (
+            0, ends[p] - 1, -1, -1)
+        assert before <= state.last_timestamp <= after
+    assert len(ids) == 1 and ids.pop() >= 0
+    assert seen[(plain, 0)] == ("NONE", None, [])  # records without a producer id leave no state
+    # Kafka words the two kinds of "unknown" differently.
+    assert seen[(idempotent, 9)] == ("UNKNOWN_TOPIC_OR_PARTITION", None, [])
+    assert seen[(f"no-{plain}", 0)] == ("UNKNOWN_TOPIC_OR_PARTITION",
+                                        "This server does not host this topic-partition.", [])
