@@ -101,8 +101,10 @@ class Partition:
         first = base = self.high_watermark
         stored = []
         for b in batches:
-            stored.append(StoredBatch(base, base + b.last_offset_delta, b.max_timestamp,
-                                      R.rewrite_base_offset(b.raw, base)))
+            # Stamped with the leader epoch, as Kafka does: a consumer commits the epoch of the
+            # last record it read and later validates its position with OffsetForLeaderEpoch.
+            data = R.rewrite_leader_epoch(R.rewrite_base_offset(b.raw, base), self.leader_epoch)
+            stored.append(StoredBatch(base, base + b.last_offset_delta, b.max_timestamp, data))
             base += b.last_offset_delta + 1
         if self.on_append is not None:
             # Durable first: a batch the disk refused is neither readable nor acknowledged.

@@ -10,6 +10,7 @@ import uuid
 from kcoord.protocol_client import Connection
 from kcoord.testing.brokers import create_topic, end_offsets
 from tests.integration.clients import produce
+from wire import records as R
 from wire.errors import ErrorCode
 
 FETCH, LIST_OFFSETS, METADATA, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_LOG_DIRS, DESCRIBE_PRODUCERS = 1, 2, 3, 23, 35, 61
@@ -79,6 +80,10 @@ def test_offset_for_leader_epoch_answers_as_kafka_does(broker_any):
         assert _latest(conn, topic, 0, e + 1) == ("UNKNOWN_LEADER_EPOCH", -1)
         assert _latest(conn, topic, 0, -2) == ("FENCED_LEADER_EPOCH", -1)
         assert _latest(conn, topic, 0, e) == ("NONE", ends[0])
+        # Stored batches carry the epoch they were written in: consumers commit it with their
+        # offsets and validate their position against it (OffsetForLeaderEpoch) when resuming.
+        error, records = _fetch(conn, topic, 0, e)
+        assert {b.partition_leader_epoch for b in R.iter_batches(records)} == {e}
 
     empty = f"epochs-empty-{uuid.uuid4().hex[:8]}"
     create_topic(broker_any.bootstrap, empty, 1)
