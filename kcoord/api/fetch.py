@@ -28,6 +28,9 @@ def _collect(ctx, req):
             if partition is None:
                 r["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic is None
                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif p.get("current_leader_epoch", -1) >= 0 and partition.epoch_error(p.current_leader_epoch):
+                # Unlike the other APIs, Kafka's Fetch takes any negative epoch for "not given".
+                r["error_code"] = ErrorCode[partition.epoch_error(p.current_leader_epoch)]
             elif not partition.log_start_offset <= p.fetch_offset <= partition.high_watermark:
                 # As Kafka: an out-of-range fetch learns no offsets (-1); the consumer asks ListOffsets.
                 r["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE

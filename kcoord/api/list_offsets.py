@@ -39,8 +39,11 @@ async def list_offsets(ctx, req):
             r = {"partition_index": p.partition_index, "error_code": ErrorCode.NONE,
                  "timestamp": -1, "offset": -1, "leader_epoch": -1}
             partition = store.partition(t.name, p.partition_index)
+            fenced = None if partition is None else partition.epoch_error(p.get("current_leader_epoch", -1))
             if partition is None:
                 r["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif fenced is not None:
+                r["error_code"] = ErrorCode[fenced]
             else:
                 found = _lookup(partition, p.timestamp, ctx.api_version)
                 if found is None:

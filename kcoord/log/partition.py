@@ -33,6 +33,7 @@ class _BatchSeen:
     first_sequence: int
     last_sequence: int
     base_offset: int
+    max_timestamp: int
 
 
 @dataclass
@@ -44,6 +45,10 @@ class _ProducerState:
     @property
     def last_sequence(self) -> int:
         return self.batches[-1].last_sequence
+
+    @property
+    def last_timestamp(self) -> int:
+        return self.batches[-1].max_timestamp
 
     def duplicate_of(self, first_sequence: int, last_sequence: int) -> _BatchSeen | None:
         return next((b for b in self.batches
@@ -57,6 +62,8 @@ def _last_sequence(b) -> int:
 class Partition:
     def __init__(self, index: int):
         self.index = index
+        # One node leads every partition from its creation on, so there is never a second
+        # epoch: Metadata, Fetch and OffsetForLeaderEpoch all speak of epoch 0.
         self.leader_epoch = 0
         self.log_start_offset = 0
         self.high_watermark = 0          # the offset the next record will get
@@ -94,8 +101,10 @@ class Partition:
         first = base = self.high_watermark
         stored = []
         for b in batches:
-            stored.append(StoredBatch(base, base + b.last_offset_delta, b.max_timestamp,
-                                      R.rewrite_base_offset(b.raw, base)))
+            # Stamped with the leader epoch, as Kafka does: a consumer commits the epoch of the
+            # last record it read and later validates its position with OffsetForLeaderEpoch.
+            data = R.rewrite_leader_epoch(R.rewrite_base_offset(b.raw, base), self.leader_epoch)
+            stored.append(StoredBatch(base, base + b.last_offset_delta, b.max_timestamp, data))
             base += b.last_offset_delta + 1
         if self.on_append is not None:
             # Durable first: a batch the disk refused is neither readable nor acknowledged.
@@ -127,7 +136,7 @@ class Partition:
             state = self._producers.get(b.producer_id)
             if state is None or state.epoch != b.producer_epoch:
                 state = self._producers[b.producer_id] = _ProducerState(b.producer_epoch)
-            state.batches.append(_BatchSeen(b.base_sequence, _last_sequence(b), stored.base_offset))
+            state.batches.append(_BatchSeen(b.base_sequence, _last_sequence(b), stored.base_offset, stored.max_timestamp))
         return stored
 
     def _duplicate(self, b) -> _BatchSeen | None:
@@ -165,6 +174,22 @@ class Partition:
         if b.base_sequence != expected:
             raise AppendError("OUT_OF_ORDER_SEQUENCE_NUMBER",
                               f"expected sequence {expected} from producer {b.producer_id}, got {b.base_sequence}")
+
+    def epoch_error(self, current_epoch: int) -> str | None:
+        """The ErrorCode name fencing a client that believes the leader epoch is `current_epoch`
+        (-1: it does not say), or None. A client ahead of the broker may know of a leader
+        change not yet seen here; one behind has old metadata."""
+        if current_epoch == -1 or current_epoch == self.leader_epoch:
+            return None
+        return "UNKNOWN_LEADER_EPOCH" if current_epoch > self.leader_epoch else "FENCED_LEADER_EPOCH"
+
+    def size_bytes(self) -> int:
+        """The bytes of the batches kept, as they are stored and fetched."""
+        return sum(len(b.data) for b in self.batches)
+
+    def producers(self) -> list[tuple[int, int, int, int]]:
+        """Each idempotent producer seen: (producer id, epoch, last sequence, last timestamp)."""
+        return [(pid, s.epoch, s.last_sequence, s.last_timestamp) for pid, s in self._producers.items()]
 
     def delete_records(self, before: int) -> int:
         """Move the log start offset up to `before` (DeleteRecords); returns the new start.

@@ -1,0 +1,35 @@
+"""DescribeProducers: the idempotent producers a partition has seen, from the producer
+state that deduplicates their retries. Transactions are not served, so no producer has
+a coordinator epoch or an open transaction."""
+from kcoord.api import ApiDescriptor, ApiKey
+from wire.errors import ErrorCode
+
+# Kafka says this only when the topic is unknown; a missing partition of a known topic
+# gets the same error with no message.
+_NOT_HOSTED = "This server does not host this topic-partition."
+
+
+def _partition(store, topic: str, index: int) -> dict:
+    entry = {"partition_index": index, "error_code": ErrorCode.NONE, "error_message": None, "active_producers": []}
+    partition = store.partition(topic, index)
+    if partition is None:
+        entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        entry["error_message"] = _NOT_HOSTED if store.get(topic) is None else None
+        return entry
+    entry["active_producers"] = [
+        {"producer_id": pid, "producer_epoch": epoch, "last_sequence": seq, "last_timestamp": ts,
+         "coordinator_epoch": -1, "current_txn_start_offset": -1}
+        for pid, epoch, seq, ts in partition.producers()]
+    return entry
+
+
+async def describe_producers(ctx, req):
+    store = ctx.broker.topics
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": t.name, "partitions": [_partition(store, t.name, i) for i in t.partition_indexes]}
+        for t in req.topics]}
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.DESCRIBE_PRODUCERS, 0, 0, describe_producers,
+    "idempotent producers per partition: id, epoch, last sequence and timestamp; never in a transaction")
