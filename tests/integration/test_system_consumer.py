@@ -147,6 +147,7 @@ def test_static_consumer_bounce(broker_any, tools, clean):
     before = wait_assigned(live, PARTITIONS)
     view = describe(b, group)
     ids = {m["group_instance_id"]: m["member_id"] for m in view.members}
+    generation = _generation(broker_any, group)
     marks = [len(c.events) for c in live]  # forming the group took rebalances; none after this
 
     bounced = live[1]
@@ -166,6 +167,19 @@ def test_static_consumer_bounce(broker_any, tools, clean):
     new_ids = {m["group_instance_id"]: m["member_id"] for m in after.members}
     assert new_ids["static-0"] == ids["static-0"] and new_ids["static-2"] == ids["static-2"]
     assert new_ids["static-1"] != ids["static-1"]  # the returning instance joins with a new member id
+    assert _generation(broker_any, group) == generation
+
+
+def _generation(broker, group):
+    """The group's generation where it can be seen: classic DescribeGroups does not carry
+    it, so on Kafka the member ids and the members' events above stand for it."""
+    if broker.kind != "kcoord":
+        return None
+    core = broker.coordinator.core
+
+    async def read():
+        return core.group(group).generation
+    return broker.call(read)
 
 
 def test_fencing_static_consumer(broker_any, tools):
