@@ -8,17 +8,19 @@ full assignment after every bounce, every acked record consumed, commits never g
 back, duplicates only in a killed consumer's uncommitted tail; static members that
 come back within the session timeout cause no rebalance; a second member with the same
 group.instance.id fences the first; a killed member's partitions move to the others
-once its session expires.
+once its session expires. Beyond Kafka's file, kcoord alone is also stopped and killed
+under the consumers and restarted on its --data-dir.
 """
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from collections import Counter, defaultdict
 
 import pytest
 
-from kcoord.testing.brokers import create_topic, describe
+from kcoord.testing.brokers import committed, create_topic, describe
 from kcoord.testing.verifiable import VerifiableConsumer, VerifiableProducer, wait_assigned, wait_consumed
 
 PARTITIONS = 3
@@ -222,3 +224,48 @@ def test_consumer_failure(broker_any, tools):
     # Not before the session could have expired (the last heartbeat was at most one
     # heartbeat interval, a third of the session, before the kill).
     assert moved_after >= SESSION_MS / 1000 * 2 / 3 - 0.5, moved_after
+
+
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+def test_coordinator_restart_under_consumers(tmp_path, tools, how):
+    """kcoord only (the reference Kafka is one test-session broker): kcoord itself is
+    stopped (SIGTERM) or killed (SIGKILL) mid-run and restarted on the same port and
+    --data-dir. The producer retries through it, the group recovers full assignment,
+    every acked record is consumed and commits never go back: what Kafka's system tests
+    check across a broker bounce."""
+    from tests.integration.test_durable_state import _free_port, _serve
+
+    port = _free_port()
+    b = f"127.0.0.1:{port}"
+    log = open(tmp_path / "kcoord.log", "w")  # read by no one while it runs: a pipe could fill up
+    server = _serve(tmp_path / "data", port, log=log)
+    try:
+        topic, group = _names(f"restart-{how}")
+        create_topic(b, topic, PARTITIONS)
+        # The tool turns the producer's retries off; a send in flight when kcoord goes
+        # away would fail with "Disconnected", which says nothing about kcoord.
+        producer = tools(VerifiableProducer(b, topic, max_messages=RECORDS, throughput=400, repeating_keys=60,
+                                            properties={"retries": "2147483647"}))
+        live = [tools(VerifiableConsumer(b, topic, group, session_timeout_ms=SESSION_MS, name=f"c{i}"))
+                for i in range(2)]
+        wait_assigned(live, PARTITIONS)
+        producer.wait_acked(RECORDS // 4)
+        server.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
+        server.wait(15)
+        server = _serve(tmp_path / "data", port, log=log)
+        producer.wait_done(90)
+        errors = [e for e in producer.events if e.get("name") == "producer_send_error"]
+        assert not errors and len(producer.acked) == RECORDS, [(e.get("exception"), e.get("message")) for e in errors[:3]]
+        ends = producer.end_offsets()
+        wait_consumed(live, ends, timeout=60)
+        wait_assigned(live, PARTITIONS)
+        for c in live:
+            c.wait(lambda c: all(c.last_commit.get(tp, 0) >= c.position.get(tp, 0) for tp in c.position),
+                   30, "commit of its position")
+            c.stop()
+        _check_commits_monotonic(live)
+        assert {tp: off for tp, off in committed(b, group).items() if tp in ends} == ends
+    finally:
+        server.kill()
+        server.wait(10)
+        log.close()
