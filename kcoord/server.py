@@ -24,6 +24,9 @@ from wire.types import DecodeError
 
 log = logging.getLogger("kcoord.server")
 
+# How long a closing connection may take to flush what it still has to send.
+CLOSE_GRACE_S = 1.0
+
 
 class Connection:
     _next_id = 0
@@ -106,9 +109,13 @@ class KafkaServer:
             self.limits.release(conn.host)
             writer.close()
             try:
-                await writer.wait_closed()
+                # A peer that stops reading keeps unsent bytes in the buffer, and closing
+                # waits for them: without a bound, one such client held a SIGTERM'd
+                # server's shutdown (and its coordinator timers) forever.
+                async with asyncio.timeout(CLOSE_GRACE_S):
+                    await writer.wait_closed()
             except Exception:
-                pass
+                writer.transport.abort()
 
     async def _connection_loop(self, conn: Connection) -> None:
         while True:
