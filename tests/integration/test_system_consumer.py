@@ -14,7 +14,6 @@ under the consumers and restarted on its --data-dir.
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 import uuid
 from collections import Counter, defaultdict
