@@ -21,9 +21,7 @@ import argparse
 import atexit
 import base64
 import errno
-import fcntl
 import os
-import re
 import shutil
 import signal
 import socket
@@ -34,9 +32,11 @@ import time
 import uuid
 from pathlib import Path
 
+from kcoord.testing import maven
+
 KAFKA_VERSION = "4.3.1"
 POM = Path(__file__).with_name("reference-kafka") / "pom.xml"
-MARKER = ".fetched"
+MARKER = maven.MARKER
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
 # Kafka's own start script uses G1 with a 1 GiB heap; a test broker holds little, and
@@ -76,67 +76,20 @@ def cache_dir(version: str | None = None) -> Path:
 
 
 def _require(tool: str, hint: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        raise ReferenceKafkaUnavailable(f"`{tool}` not found on PATH: {hint}")
-    return path
+    return maven.require(tool, hint, ReferenceKafkaUnavailable)
 
 
 def require_java() -> str:
     return _require("java", JDK_HINT)
 
 
-_ANSI = re.compile(r"(\x1b)?\[[0-9;]*m")
-_MVN_ERROR = re.compile(r"\[ERROR\]\s*(.*)")
-_MVN_NOISE = ("To see the full stack trace", "Re-run Maven", "For more information", "[Help ")
-
-
-def _mvn_error(output: str) -> str:
-    """The line of mvn's output that says what went wrong."""
-    lines = [_ANSI.sub("", line).strip() for line in output.splitlines()]
-    errors = [m.group(1).replace(" -> [Help 1]", "").strip() for m in map(_MVN_ERROR.search, lines) if m]
-    errors = [e for e in errors if e and not e.startswith(_MVN_NOISE)]
-    if errors:
-        return errors[0]
-    rest = [line for line in lines if line]
-    return rest[-1] if rest else "no output"
-
-
 def fetch(version: str | None = None) -> Path:
     """The directory of the Kafka jars, fetched with Maven the first time (~55 MB)."""
     version = version or kafka_version()
-    home = cache_dir(version)
-    libs = home / "libs"
-    if (home / MARKER).exists() and libs.is_dir():
-        return libs
-    require_java()
-    mvn = _require("mvn", "Maven fetches the reference Kafka's jars: apt-get install maven")
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a second process waits for the first fetch
-        if (home / MARKER).exists() and libs.is_dir():
-            return libs
-        # The jars land in a scratch directory and are renamed into place, and the marker
-        # is written last: an interrupted fetch never looks complete.
-        partial = home / f"libs.partial-{os.getpid()}"
-        shutil.rmtree(partial, ignore_errors=True)
-        cmd = [mvn, "-q", "-B", "-Dstyle.color=never", f"-Dkafka.version={version}",
-               "dependency:copy-dependencies", f"-DoutputDirectory={partial}", "-DincludeScope=runtime",
-               "-f", str(POM)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=home)
-        except subprocess.TimeoutExpired:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise ReferenceKafkaUnavailable(f"mvn did not fetch Apache Kafka {version} within 15 minutes: "
-                                            f"check access to Maven Central") from None
-        if proc.returncode != 0 or not any(partial.glob("kafka_2.13-*.jar")):
-            shutil.rmtree(partial, ignore_errors=True)
-            raise ReferenceKafkaUnavailable(
-                f"mvn could not fetch Apache Kafka {version} ({POM}): {_mvn_error(proc.stdout + proc.stderr)}")
-        shutil.rmtree(libs, ignore_errors=True)
-        partial.rename(libs)
-        (home / MARKER).write_text(f"{version}\n")
-    return libs
+    if not ((cache_dir(version) / MARKER).exists() and (cache_dir(version) / "libs").is_dir()):
+        require_java()
+    return maven.fetch(cache_dir(version), "libs", POM, {"kafka.version": version}, "kafka_2.13-*.jar",
+                       f"Apache Kafka {version}", ReferenceKafkaUnavailable)
 
 
 def classpath(version: str | None = None) -> str:

@@ -15,18 +15,16 @@ SparkKafkaUnavailable with one line saying what to install or do.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from kcoord.testing.reference_kafka import JDK_HINT, _mvn_error
+from kcoord.testing import maven
+from kcoord.testing.reference_kafka import JDK_HINT
 
 POM = Path(__file__).with_name("spark-kafka") / "pom.xml"
-MARKER = ".fetched"
+MARKER = maven.MARKER
 CONNECTOR = "spark-sql-kafka-0-10_2.13"
 
 
@@ -50,48 +48,14 @@ def cache_dir(version: str | None = None) -> Path:
     return Path(root) / f"spark-kafka-{version or spark_version()}"
 
 
-def _require(tool: str, hint: str) -> str:
-    path = shutil.which(tool)
-    if path is None:
-        raise SparkKafkaUnavailable(f"`{tool}` not found on PATH: {hint}")
-    return path
-
-
 def fetch(version: str | None = None) -> Path:
     """The directory of the connector's jars, fetched with Maven the first time (~15 MB)."""
     version = version or spark_version()
     home = cache_dir(version)
-    jars = home / "jars"
-    if (home / MARKER).exists() and jars.is_dir():
-        return jars
-    _require("java", JDK_HINT)
-    mvn = _require("mvn", "Maven fetches Spark's Kafka connector: apt-get install maven")
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a second process waits for the first fetch
-        if (home / MARKER).exists() and jars.is_dir():
-            return jars
-        # Fetched into a scratch directory, renamed into place, marker last: an
-        # interrupted fetch never looks complete.
-        partial = home / f"jars.partial-{os.getpid()}"
-        shutil.rmtree(partial, ignore_errors=True)
-        cmd = [mvn, "-q", "-B", "-Dstyle.color=never", f"-Dspark.version={version}",
-               "dependency:copy-dependencies", f"-DoutputDirectory={partial}", "-DincludeScope=runtime",
-               "-f", str(POM)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=home)
-        except subprocess.TimeoutExpired:
-            shutil.rmtree(partial, ignore_errors=True)
-            raise SparkKafkaUnavailable(f"mvn did not fetch {CONNECTOR} {version} within 15 minutes: "
-                                        f"check access to Maven Central") from None
-        if proc.returncode != 0 or not any(partial.glob(f"{CONNECTOR}-*.jar")):
-            shutil.rmtree(partial, ignore_errors=True)
-            raise SparkKafkaUnavailable(
-                f"mvn could not fetch {CONNECTOR} {version} ({POM}): {_mvn_error(proc.stdout + proc.stderr)}")
-        shutil.rmtree(jars, ignore_errors=True)
-        partial.rename(jars)
-        (home / MARKER).write_text(f"{version}\n")
-    return jars
+    if not ((home / MARKER).exists() and (home / "jars").is_dir()):
+        maven.require("java", JDK_HINT, SparkKafkaUnavailable)
+    return maven.fetch(home, "jars", POM, {"spark.version": version}, f"{CONNECTOR}-*.jar",
+                       f"{CONNECTOR} {version}", SparkKafkaUnavailable)
 
 
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d+\.\d+(?:\.\d+)?(?:[-.]\w+)*\.jar$")
