@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from kcoord.testing.brokers import create_topic
+from kcoord.testing.brokers import create_topic, end_offsets
 
 
 BASE_TS = 1_700_000_000_000
@@ -53,17 +53,25 @@ def produce(bootstrap: str, topic: str, rows, client: str = "confluent", compres
 
         p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "compression.type": compression,
                       "enable.idempotence": True})
+        failed = []  # a record librdkafka gives up on leaves the queue too: flush() alone does not tell
+
+        def delivered(err, msg):
+            if err is not None:
+                failed.append((msg.partition(), str(err)))
         for partition, key, value, ts in rows:
-            p.produce(topic, key=key.encode(), value=value.encode(), partition=partition, timestamp=ts)
-        assert p.flush(30) == 0
+            p.produce(topic, key=key.encode(), value=value.encode(), partition=partition, timestamp=ts,
+                      on_delivery=delivered)
+        assert p.flush(30) == 0 and not failed, failed
     else:
         from kafka import KafkaProducer
 
         p = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, max_in_flight_requests_per_connection=1,
                           compression_type=None if compression == "none" else compression)
-        for partition, key, value, ts in rows:
-            p.send(topic, key=key.encode(), value=value.encode(), partition=partition, timestamp_ms=ts)
+        sent = [p.send(topic, key=key.encode(), value=value.encode(), partition=partition, timestamp_ms=ts)
+                for partition, key, value, ts in rows]
         p.flush()
+        for future in sent:
+            future.get(timeout=30)  # raises what failed the send
         p.close()
 
 
@@ -151,6 +159,9 @@ def test_subscribe_pattern_and_assign(spark, broker_any):
     rows_a, rows_b = make_rows(2, 5, "a"), make_rows(3, 4, "b")
     produce(broker_any.bootstrap, a, rows_a)
     produce(broker_any.bootstrap, b, rows_b)
+    # Every record is in before Spark looks (once, on Kafka, Spark's pattern read missed b's partition 2).
+    assert (end_offsets(broker_any.bootstrap, a), end_offsets(broker_any.bootstrap, b)) == (
+        {0: 5, 1: 5}, {0: 4, 1: 4, 2: 4})
 
     reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", broker_any.bootstrap)
               .option("subscribePattern", f"{prefix}-.*"))
