@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from concurrent.futures import Future
 
 from kcoord.app import Kcoord
@@ -52,6 +53,23 @@ class ServerThread:
     def call(self, coro_factory, timeout: float | None = 30.0):
         """Run `coro_factory()` on the server's loop and return its result."""
         return asyncio.run_coroutine_threadsafe(coro_factory(), self.loop).result(timeout)
+
+    def settle(self, group_id: str, quiet_s: float = 3.0, timeout: float = 90.0) -> int:
+        """Wait until the group is Stable and its generation has held still for `quiet_s`;
+        returns that generation. A stock client may rejoin by itself right after a
+        rebalance (kafka-python's leader does when its topic metadata arrives after it
+        assigned, on Kafka too): a scenario that then counts rebalances starts from here."""
+        last, since = None, time.monotonic()
+        deadline = since + timeout
+        while time.monotonic() < deadline:
+            group = self.app.coordinator.core.group(group_id)
+            now = None if group is None else (str(group.state), group.generation)
+            if now != last:
+                last, since = now, time.monotonic()
+            elif now is not None and now[0] == "Stable" and time.monotonic() - since >= quiet_s:
+                return now[1]
+            time.sleep(0.1)
+        raise AssertionError(f"group {group_id} did not settle within {timeout}s: {last}")
 
     def stop(self, timeout: float = 10.0) -> None:
         if self.loop is not None and self._stopped is not None:

@@ -49,7 +49,8 @@ def test_rebalances_match_the_scenario(spark, scenario, report):
         # kafka-python's leader may rejoin on its own after an assignment (Kafka logs it too);
         # besides that, each step causes exactly the rebalance it stands for
         caused = [r for r in inside if r.cause != "leader_rejoin"]
-        assert [r.cause for r in caused] == ([step["cause"]] if step["cause"] else []), (step, inside)
+        assert [r.cause for r in caused] == ([step["cause"]] if step["cause"] else []), (
+            step, inside, _journal_around(scenario[0], step))
         for r in caused:
             assert step["generation_from"] <= r.generation_from < r.generation_to <= step["generation_to"]
             assert r.end_ms <= step["done_ms"]
@@ -59,6 +60,14 @@ def test_rebalances_match_the_scenario(spark, scenario, report):
     joined = [r for r in rows if r.cause == "member_joined"]
     assert crash.trigger_member == joined[0].trigger_member  # the first member is the one killed
     assert crash.members_after == 1
+
+
+def _journal_around(path, step, margin_ms=2000):
+    """The journal's group events near a step's window, to tell what a failed check saw."""
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(r["time_ms"] - step["begin_ms"], r["kind"], r.get("generation"), r.get("member_id"), r.get("reason"))
+            for r in records if step["begin_ms"] - margin_ms <= r["time_ms"] <= step["done_ms"] + margin_ms
+            and r["kind"] != "offset_commits"]
 
 
 def test_static_restart_is_reported_as_a_rejoin_without_rebalance(spark, scenario, report):

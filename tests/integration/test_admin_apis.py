@@ -194,19 +194,38 @@ def _own_configs(conn, topic):
     return {c.name: c.value for c in r.results[0].configs if c.config_source == 1}
 
 
+def _settled(read, expected, timeout_s=10.0):
+    """What `read()` gives once it equals `expected`, or its last answer after `timeout_s`. Kafka's
+    controller accepts an alter before the broker's metadata image (which DescribeConfigs reads)
+    has it, so a describe right after the alter may still show the old value there."""
+    deadline = time.monotonic() + timeout_s
+    got = read()
+    while got != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+        got = read()
+    return got
+
+
+def _configs_settle(conn, topic, expected):
+    return _settled(lambda: _own_configs(conn, topic), expected)
+
+
 def test_topic_configs_are_altered_and_refused_as_kafka_does(broker_any):
     topic = f"cfg-{uuid.uuid4().hex[:8]}"
     create_topic(broker_any.bootstrap, topic, 1)
     ok = [("NONE", None)]
     with Connection.to(broker_any.bootstrap, 10.0) as c:
         assert _incremental(c, topic, ("retention.ms", SET, "1000"), ("cleanup.policy", SET, "compact")) == ok
-        assert _own_configs(c, topic) == {"retention.ms": "1000", "cleanup.policy": "compact"}
+        expect = {"retention.ms": "1000", "cleanup.policy": "compact"}
+        assert _configs_settle(c, topic, expect) == expect
         assert _incremental(c, topic, ("cleanup.policy", APPEND, "delete")) == ok
-        assert _own_configs(c, topic)["cleanup.policy"] == "compact,delete"
+        expect = {"retention.ms": "1000", "cleanup.policy": "compact,delete"}
+        assert _configs_settle(c, topic, expect) == expect
         assert _incremental(c, topic, ("cleanup.policy", SUBTRACT, "compact")) == ok
-        assert _own_configs(c, topic)["cleanup.policy"] == "delete"
+        expect = {"retention.ms": "1000", "cleanup.policy": "delete"}
+        assert _configs_settle(c, topic, expect) == expect
         assert _incremental(c, topic, ("retention.ms", DELETE, None)) == ok
-        assert _own_configs(c, topic) == {"cleanup.policy": "delete"}
+        assert _configs_settle(c, topic, {"cleanup.policy": "delete"}) == {"cleanup.policy": "delete"}
         assert _incremental(c, topic, ("retention.ms", SET, "7"), validate_only=True) == ok
         assert _own_configs(c, topic) == {"cleanup.policy": "delete"}
         assert _incremental(c, topic, ("foo.bar", SET, "1")) == [("INVALID_CONFIG", "Unknown topic config name: foo.bar")]
@@ -227,7 +246,8 @@ def test_topic_configs_are_altered_and_refused_as_kafka_does(broker_any):
         assert _own_configs(c, topic) == {"cleanup.policy": "delete"}  # nothing refused was applied
         # AlterConfigs replaces the whole set.
         assert _alter(c, topic, ("segment.ms", "100000"), ("retention.ms", "5000")) == ok
-        assert _own_configs(c, topic) == {"segment.ms": "100000", "retention.ms": "5000"}
+        expect = {"segment.ms": "100000", "retention.ms": "5000"}
+        assert _configs_settle(c, topic, expect) == expect
         assert _alter(c, topic, ("foo", "1")) == [("INVALID_CONFIG", "Unknown topic config name: foo")]
         assert _alter(c, f"{topic}-none", ("retention.ms", "1")) == [
             ("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{topic}-none' does not exist.")]
@@ -248,9 +268,12 @@ def test_confluent_admin_client_grows_configures_and_trims(broker_any):
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
         ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)])
     admin.incremental_alter_configs([resource])[resource].result(30)
-    described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
-    configs = next(iter(described.values())).result(30)
-    assert configs["retention.ms"].value == "60000"
+
+    def retention():
+        described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)])
+        return next(iter(described.values())).result(30)["retention.ms"].value
+
+    assert _settled(retention, "60000") == "60000"
     deleted = admin.delete_records([TopicPartition(topic, 0, 3)])
     low = next(iter(deleted.values())).result(30)
     assert low.low_watermark == 3

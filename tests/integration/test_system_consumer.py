@@ -62,6 +62,30 @@ def _check_commits_monotonic(incarnations) -> None:
         assert not backs, f"commits of {tp} went back: {backs[:5]}"
 
 
+def _uncommitted_at_handover(c) -> set:
+    """The (partition, offset)s this process consumed whose commit had not succeeded when the
+    partition left it (a revocation, or the process's end): the only records another member
+    may read again."""
+    pending: dict = defaultdict(set)
+    out: set = set()
+    with c.lock:
+        for e in c.events:
+            name = e.get("name")
+            if name == "records_consumed":
+                for p in e.get("partitions", ()):
+                    pending[(p["topic"], p["partition"])].update(range(p["minOffset"], p["maxOffset"] + 1))
+            elif name == "offsets_committed" and e.get("success", True):
+                for o in e.get("offsets") or ():
+                    tp = (o["topic"], o["partition"])
+                    pending[tp] = {off for off in pending[tp] if off >= o["offset"]}
+            elif name == "partitions_revoked":
+                for p in e.get("partitions", ()):
+                    tp = (p["topic"], p["partition"])
+                    out |= {(tp, off) for off in pending.pop(tp, ())}
+    out |= {(tp, off) for tp, offs in pending.items() for off in offs}
+    return out
+
+
 def _duplicates(incarnations) -> Counter:
     seen = Counter()
     for c in incarnations:
@@ -120,16 +144,19 @@ def test_consumer_bounce(broker_any, tools, strategy, clean):
     final = broker_any.committed(group)
     assert {tp: final.get(tp) for tp in ends} == ends, [(c.name, c.commit_errors, c.committed(), dict(c.position)) for c in every]
 
-    dups = _duplicates(every)
-    if clean:
-        # Each batch is committed before the next poll, and a clean stop or a rebalance
-        # happens only inside poll: nothing is read twice.
-        assert not dups, f"{len(dups)} records consumed twice: {sorted(dups)[:5]}"
-    else:
+    # Each batch is committed before the next poll, so a record is read twice only when the
+    # commit after it had not succeeded as its partition moved: a killed consumer's last batch,
+    # or, in a clean bounce, a commit refused mid-rebalance or cut short by the stop (the
+    # reference Kafka showed both under load, cooperative-sticky most).
+    dups = set(_duplicates(every))
+    handed_over = set().union(*(_uncommitted_at_handover(c) for c in every))
+    assert dups <= handed_over, (f"records read again though their commit had succeeded: "
+                                 f"{sorted(dups - handed_over)[:5]}", [(c.name, c.commit_errors) for c in every])
+    if not clean:
         killed = every[:2]
         tail = {(tp, off) for c in killed for tp, off in c.consumed_offsets()
                 if off >= c.last_commit.get(tp, 0)}
-        assert set(dups) <= tail, f"duplicates below a killed consumer's last commit: {sorted(set(dups) - tail)[:5]}"
+        assert dups <= tail, f"duplicates below a killed consumer's last commit: {sorted(dups - tail)[:5]}"
 
 
 @pytest.mark.parametrize("clean", [True, False], ids=["clean", "hard"])
