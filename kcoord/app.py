@@ -29,8 +29,11 @@ class Kcoord:
         self.recorded_events: collections.deque = collections.deque(maxlen=10000)
         self.coordinator.core.bus.subscribe(self.recorded_events.append)
         self.journal = _open_journal(self.config, self.coordinator)
+        security = security_options(self.config)
+        self.broker.users = security.pop("users")
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
-                                  self.config.max_frame_bytes, **security_options(self.config))
+                                  self.config.max_frame_bytes, **security)
+        self.broker.authorizer = self.server.acls
         self.storage = None
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)

@@ -14,6 +14,8 @@ class Broker:
         self.config = config
         self.topics = topics or TopicStore(config.default_partitions)
         self.coordinator = coordinator
+        self.users = None        # kcoord.security.users.UserStore, set by the app
+        self.authorizer = None   # kcoord.security.acls.Authorizer when ACLs are on
 
     @property
     def node_id(self) -> int:

@@ -56,6 +56,8 @@ class ServerConfig:
     tls_key_file: str | None = None
     tls_client_ca_file: str | None = None     # ssl.client.auth=required when set
     group_acls_file: str | None = None        # kcoord.security.acls rules; deny what they do not allow
+    acls: bool = False                        # ACLs on (also implied by group_acls_file), managed at run time
+    super_users: tuple = ()                   # principals every ACL check allows (Kafka's super.users)
     # The HTTP admin endpoint (`--http`); None keeps it off.
     http_host: str | None = None
     http_port: int = 0

@@ -60,7 +60,7 @@ class KafkaServer:
         self.limits = limits or ConnectionLimits()
         self.sasl = sasl
         self.ssl_context = ssl_context
-        self.acls = acls  # kcoord.security.acls.GroupAcls when --group-acls is given
+        self.acls = acls  # kcoord.security.acls.Authorizer when ACLs are on (--acls, --group-acls)
         self.limit_hits = self.limits.hits
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()

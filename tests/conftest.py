@@ -40,7 +40,8 @@ ESTIMATES = {
     "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
     "differential-delay3000": 250,
     "spark": 200,                 # Spark start-up, a journal scenario with real clients, two reports
-    "spark-source": 180,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
+    "spark-source": 180,
+    "acl-kafka": 60,              # tests/integration/test_acl_scram_admin.py: a reference Kafka with an authorizer          # Spark's Kafka source on kcoord and on a reference Kafka of its own
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
     "tests/integration/test_group_lifecycle.py::test_a_million_unknown_group_ids_leave_nothing_behind": 425,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,

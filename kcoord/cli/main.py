@@ -83,7 +83,13 @@ def _serve_parser(sub) -> None:
     sec.add_argument("--tls-client-ca", default=None, metavar="PEM",
                      help="require client certificates signed by this CA (ssl.client.auth=required)")
     sec.add_argument("--group-acls", default=None, metavar="FILE",
-                     help="allow only what FILE's rules allow on groups ('principal operation group' lines)")
+                     help="allow only what FILE's rules allow on groups ('principal operation group' lines); "
+                          "turns ACLs on")
+    sec.add_argument("--acls", action="store_true",
+                     help="turn ACLs on (deny what no ACL allows); kafka-acls manages them at run time")
+    sec.add_argument("--super-users", default=None, metavar="PRINCIPALS",
+                     help="principals every ACL check allows, ';'-separated (Kafka's super.users), "
+                          "e.g. 'User:admin;User:ops'")
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ... (default %(default)s)")
 
 
@@ -139,7 +145,9 @@ def config_from_args(args) -> ServerConfig:
                        fsync=args.fsync, fsync_interval_ms=args.fsync_interval_ms,
                        max_buffered_request_bytes=args.max_buffered_request_bytes,
                        sasl_users_file=args.sasl_users, tls_cert_file=args.tls_cert, tls_key_file=args.tls_key,
-                       tls_client_ca_file=args.tls_client_ca, group_acls_file=args.group_acls)
+                       tls_client_ca_file=args.tls_client_ca, group_acls_file=args.group_acls,
+                       acls=args.acls, super_users=tuple(
+                           p.strip() for p in (args.super_users or "").split(";") if p.strip()))
     broker_config.apply(cfg, resolved)
     broker_config.check_consistency(cfg)
     broker_config.log_warnings(resolved)

@@ -34,7 +34,7 @@ class PlainExchange:
             raise AuthFailed("Authentication failed: Client requested an authorization id that is "
                              "different from username")
         user = self.users.get(name)
-        if user is None or not hmac.compare_digest(user.password.encode(), password.encode()):
+        if user is None or user.password is None or not hmac.compare_digest(user.password.encode(), password.encode()):
             raise AuthFailed("Authentication failed: Invalid username or password")
         self.complete, self.principal = True, name
         return b""
@@ -86,7 +86,8 @@ class ScramExchange:
         if not name or not nonce:
             raise AuthFailed("Invalid SCRAM client-first message")
         user = self.users.get(name)
-        if user is None:
+        # A user may lack this mechanism's credential (AlterUserScramCredentials deletes one).
+        if user is None or self.mechanism not in user.scram:
             raise self._fail()
         self._user = user
         self._cred = user.scram[self.mechanism]

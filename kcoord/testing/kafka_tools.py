@@ -35,6 +35,8 @@ TOOLS = {
     "topics": "org.apache.kafka.tools.TopicCommand",
     "console-consumer": "org.apache.kafka.tools.consumer.ConsoleConsumer",
     "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
+    "acls": "org.apache.kafka.tools.AclCommand",
+    "configs": "kafka.admin.ConfigCommand",
 }
 # Each run is a fresh short-lived JVM: the C1-only JIT, the serial GC and the CDS
 # archive cut its start (~1 s of CPU) far more than a bigger heap would speed it up.
