@@ -14,6 +14,8 @@ class Broker:
         self.config = config
         self.topics = topics or TopicStore(config.default_partitions)
         self.coordinator = coordinator
+        # kcoord.log.consumer_offsets.OffsetsTopic: __consumer_offsets, created on first use.
+        self.offsets_topic = None
 
     @property
     def node_id(self) -> int:
