@@ -53,6 +53,9 @@ LEGACY_OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY, GROUP_METADATA_KEY = 0, 1, 2
 OFFSET_COMMIT_VALUE_VERSION, OFFSET_COMMIT_VALUE_WITH_EXPIRY = 4, 1
 GROUP_METADATA_VALUE_VERSION = 3
 NO_TIMESTAMP = -1
+# A partition is compacted in memory once it holds this many bytes and twice what it held
+# after its last compaction (with a data dir, also whenever durable state compacts its log).
+COMPACT_MIN_BYTES = 1024 * 1024
 
 
 class OffsetsRecordError(ValueError):
@@ -293,6 +296,7 @@ class OffsetsTopic:
         # The partition count groups are hashed over: the topic's when this node first used it.
         # Kafka's coordinator too keeps the count it started with if the topic grows.
         self._count: tuple[object, int] | None = None
+        self._compacted: dict[int, int] = {}  # partition -> its bytes after its last compaction
 
     def ensure(self):
         """The topic, created with Kafka's partition count and configs if it does not exist."""
@@ -326,6 +330,32 @@ class OffsetsTopic:
         if self.durable is not None:
             self.durable.append(records, [(TOPIC, index, data) for index, data in batches])
         for index, data in batches:
-            topic.partitions[index].restore(data)
+            partition = topic.partitions[index]
+            partition.restore(data)
+            if partition.size_bytes() >= max(COMPACT_MIN_BYTES, 2 * self._compacted.get(index, 0)):
+                self.compact_partition(partition)
+                self._compacted[index] = partition.size_bytes()
         if batches:
             self.topics.notify_appended()
+
+    def compact(self) -> None:
+        """Compact every partition (durable state calls this before it rewrites its log)."""
+        topic = self.topics.get(TOPIC)
+        for partition in topic.partitions if topic is not None else ():
+            self.compact_partition(partition)
+            self._compacted[partition.index] = partition.size_bytes()
+
+    @staticmethod
+    def compact_partition(partition) -> None:
+        """Keep the latest record of each key, tombstones included, at its own offset (a
+        batch of one record each), as Kafka's log cleaner keeps the latest; the offsets of
+        the records dropped become gaps, as in a compacted Kafka log."""
+        latest: dict[bytes, R.Record] = {}
+        for stored in partition.batches:
+            for record in R.decode_records(R.parse_batch(stored.data)):
+                if record.offset >= partition.log_start_offset:
+                    latest.pop(record.key, None)
+                    latest[record.key] = record  # re-inserted: the dict stays in log order
+        partition.replace_batches([R.build_batch([(r.key, r.value, r.timestamp)], r.offset,
+                                                 partition_leader_epoch=partition.leader_epoch)
+                                   for r in latest.values()])

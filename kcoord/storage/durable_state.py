@@ -106,6 +106,9 @@ class DurableState:
         self._compacted_size = 0
         self._sync_task: asyncio.Task | None = None
         self.loaded = {"groups": 0, "offsets": 0, "topics": 0, "batches": 0}
+        # Called before the log is rewritten: compacts __consumer_offsets' partitions, whose
+        # batches the snapshot then writes.
+        self.on_compact = None
         # Why group state may no longer be written, once a write of it failed (see above).
         self.failure: str | None = None
 
@@ -271,6 +274,8 @@ class DurableState:
                 yield _payload(OffsetCommitRecord(group_id, topic, partition, v))
 
     def compact(self) -> None:
+        if self.on_compact is not None:
+            self.on_compact()
         before = self.log.size
         self.log.rewrite(self.snapshot())
         self._compacted_size = self.log.size

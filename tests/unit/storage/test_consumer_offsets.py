@@ -97,3 +97,19 @@ def test_records_go_to_the_groups_partition_and_a_failed_write_leaves_nothing():
     with pytest.raises(OSError):
         topic.append([OffsetCommitRecord("alpha", "t", 0, CommittedOffset(9, -1, "", 2000))])
     assert topic.durable.calls and offsets.partitions[a].high_watermark == 2
+
+
+def test_compaction_keeps_each_keys_latest_record_at_its_offset():
+    store = TopicStore()
+    topic = co.OffsetsTopic(store, partitions=1, now_ms=lambda: 1000)
+    for i in range(5):
+        topic.append([OffsetCommitRecord("g", "t", 0, CommittedOffset(i, -1, "", 1000)),
+                      OffsetCommitRecord("g", "t", 1, CommittedOffset(10 + i, -1, "", 1000))])
+    topic.append([OffsetCommitRecord("g", "t", 1, None)])
+    partition = store.get(co.TOPIC).partitions[0]
+    topic.compact()
+    kept = [(offset, r["key"]["data"]["partition"], r["value"] and r["value"]["data"]["offset"])
+            for offset, r in co.decode_records(partition.read(0, 1 << 20))]
+    assert kept == [(8, 0, 4), (10, 1, None)]
+    assert partition.high_watermark == 11
+    assert list(co.decode_records(partition.read(9, 1 << 20)))[0][0] == 10  # a fetch inside a gap moves on
