@@ -232,3 +232,31 @@ def test_clients_leave_the_internal_topic_out_of_pattern_subscriptions(broker_an
         consumer.poll(500)
     assert {tp.topic for tp in consumer.assignment()} == {topic}
     consumer.close()
+
+
+def test_the_topic_survives_a_restart_with_a_data_dir(tmp_path):
+    from kafka import KafkaConsumer, TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    from kcoord.coordinator.config import offsets_partition_for
+    from kcoord.testing.plugin import start_server
+
+    def records(server):
+        partition = server.app.broker.topics.get(co.TOPIC).partitions[offsets_partition_for("restart-g", 50)]
+        return list(co.decode_records(partition.read(0, 1 << 20))), partition.high_watermark
+
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        create_topic(server.bootstrap, "restart-t")
+        c = KafkaConsumer(bootstrap_servers=server.bootstrap, group_id="restart-g", enable_auto_commit=False)
+        c.commit({TopicPartition("restart-t", 0): OffsetAndMetadata(7, "", -1)})
+        c.close()
+        before = records(server)
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        assert records(server) == before and before[1] == 1
+        assert before[0][0][1]["value"]["data"]["offset"] == 7
+    finally:
+        server.stop()
