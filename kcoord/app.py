@@ -13,6 +13,7 @@ from kcoord.broker import Broker
 from kcoord.config import ServerConfig
 from kcoord.coordinator import build_coordinator
 from kcoord.journal import Journal, journal_path
+from kcoord.log.consumer_offsets import OffsetsTopic
 from kcoord.admin.metrics import Metrics
 from kcoord.faults.routes import install_faults
 from kcoord.security.setup import security_options
@@ -25,6 +26,12 @@ class Kcoord:
         self.broker = Broker(self.config)
         self.coordinator = build_coordinator(self.config, self.broker.topics, clock)
         self.broker.coordinator = self.coordinator
+        # The coordinator's records go to __consumer_offsets (and, with a data dir, to disk
+        # in the same write: see start()).
+        self.offsets_topic = OffsetsTopic(self.broker.topics, self.config.offsets_topic_partitions,
+                                          self.coordinator.core.now)
+        self.broker.offsets_topic = self.offsets_topic
+        self.coordinator.core.record_sink = self.offsets_topic
         # The latest coordinator events, for tests and (later) the admin endpoint.
         self.recorded_events: collections.deque = collections.deque(maxlen=10000)
         self.coordinator.core.bus.subscribe(self.recorded_events.append)
@@ -54,6 +61,9 @@ class Kcoord:
             self.storage = DurableState(self.config.data_dir, self.coordinator.core, self.broker.topics,
                                         self.config.fsync, self.config.fsync_interval_ms)
             self.storage.load()
+            self.offsets_topic.durable = self.storage
+            self.storage.on_compact = self.offsets_topic.compact
+            self.coordinator.core.record_sink = self.offsets_topic
             await self.storage.start()
         host, port = await self.server.start()
         # A listener on port 0 learns its port only now; advertise the real one.

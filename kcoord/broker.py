@@ -16,6 +16,8 @@ class Broker:
         self.coordinator = coordinator
         self.users = None        # kcoord.security.users.UserStore, set by the app
         self.authorizer = None   # kcoord.security.acls.Authorizer when ACLs are on
+        # kcoord.log.consumer_offsets.OffsetsTopic: __consumer_offsets, created on first use.
+        self.offsets_topic = None
 
     @property
     def node_id(self) -> int:

@@ -20,8 +20,12 @@ async def delete_records(ctx, req):
         results = []
         for p in t.partitions:
             partition = store.partition(t.name, p.partition_index)
-            error, low = ((ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1) if partition is None
-                          else _delete(partition, p.offset))
+            if partition is None:
+                error, low = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+            elif store.get(t.name).internal:  # as Kafka: internal topics keep their records
+                error, low = ErrorCode.INVALID_TOPIC_EXCEPTION, -1
+            else:
+                error, low = _delete(partition, p.offset)
             results.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": error})
         topics.append({"name": t.name, "partitions": results})
     return {"throttle_time_ms": 0, "topics": topics}

@@ -18,6 +18,8 @@ def _answer(ctx, key_type, key):
     # NOT_COORDINATOR / LOAD_IN_PROGRESS still point clients here, as a real cluster would.
     if key_type == GROUP and ctx.broker.coordinator.core.availability(key) == ErrorCode.COORDINATOR_NOT_AVAILABLE:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, _NO_NODE
+    if key_type == GROUP and ctx.broker.offsets_topic is not None:
+        ctx.broker.offsets_topic.ensure()  # as Kafka creates __consumer_offsets on the first lookup
     node = ctx.broker.node()
     return ErrorCode.NONE, {"node_id": node["node_id"], "host": node["host"], "port": node["port"]}
 

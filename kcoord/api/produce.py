@@ -26,6 +26,10 @@ async def produce(ctx, req):
                 # v13+ names topics by id only: an id nobody knows is UNKNOWN_TOPIC_ID.
                 r["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic is None
                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif topic.internal:
+                # Kafka's ReplicaManager: only the broker itself appends to internal topics
+                # (its InvalidTopicException reaches the producer without a message).
+                r["error_code"] = ErrorCode.INVALID_TOPIC_EXCEPTION
             elif req.transactional_id is not None:
                 r["error_code"] = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
                 r["error_message"] = "kcoord does not implement transactions"

@@ -69,6 +69,11 @@ class Group:
     initial_delay_active: bool = False   # InitialDelayedJoin running: never completes early
     initial_rebalance_remaining_ms: int = 0
     emptied_at_ms: int | None = None     # when the group last became Empty (offset retention)
+    state_ms: int | None = None          # when the group last changed state (Kafka's currentStateTimestamp)
+
+    def __post_init__(self):
+        if self.state_ms is None:  # Kafka starts a group's state clock at its creation
+            self.state_ms = self.created_ms
 
     # ---- state ----
     def is_in(self, *states: GroupState) -> bool:
@@ -77,6 +82,7 @@ class Group:
     def transition(self, target: GroupState, now_ms: int) -> None:
         check_transition(self.group_id, self.state, target)
         self.state = target
+        self.state_ms = now_ms
         if target is GroupState.EMPTY:
             self.emptied_at_ms = now_ms
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.group import Group
+from kcoord.coordinator.records import offset_tombstone
 from kcoord.coordinator.results import GroupDescription
 from kcoord.coordinator.state import GroupState
 from wire.errors import ErrorCode
@@ -36,11 +37,13 @@ class GroupAdmin:
                 if not g.is_in(S.DEAD) and (wanted is None or str(g.state).lower() in wanted)]
 
     def delete_group(self, group_id: str) -> ErrorCode:
-        """The group and its offsets go (its tombstone takes the offsets along when replayed)."""
+        """The group and its offsets go: as Kafka, a tombstone for each offset, then the group's."""
         group = self.ctx.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND
         if not group.is_in(S.EMPTY):
             return ErrorCode.NON_EMPTY_GROUP
+        for topic, partition in self.ctx.offsets.all(group_id):
+            self.ctx.write(offset_tombstone(group_id, topic, partition))
         self.ctx.make_dead(group)
         return ErrorCode.NONE

@@ -67,6 +67,8 @@ class ClassicMembership:
             if req.member_id != UNKNOWN_MEMBER:
                 return answer(ErrorCode.UNKNOWN_MEMBER_ID)
             group = ctx.groups[req.group_id] = Group(req.group_id, created_ms=ctx.now())
+            # As Kafka: a group created by a join is recorded at once, empty (generation 0).
+            self._record_group(group)
         if group.is_in(S.DEAD):
             return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if not group.supports_protocols(req.protocol_type, [n for n, _ in req.protocols]):
@@ -517,7 +519,8 @@ class ClassicMembership:
         ctx = self.ctx
         now = ctx.now()
         group = Group(record["group_id"], record["created_ms"], generation=record["generation"],
-                      protocol_type=record["protocol_type"], emptied_at_ms=record.get("emptied_at_ms"))
+                      protocol_type=record["protocol_type"], emptied_at_ms=record.get("emptied_at_ms"),
+                      state_ms=record.get("state_ms"))
         kept = [m for m in record["members"] if m["instance_id"] is not None]
         for m in kept:
             group.add(Member(m["member_id"], m["instance_id"], m["client_id"], m["client_host"],

@@ -1,5 +1,6 @@
 """The records the coordinator writes: what a restart needs to rebuild groups and offsets
-(Kafka's GroupMetadata and OffsetCommit records of `__consumer_offsets`).
+(Kafka's GroupMetadata and OffsetCommit records of `__consumer_offsets`, which
+kcoord.log.consumer_offsets writes in Kafka's form).
 
 An operation of the coordinator computes its records together with its response; the
 records reach the record sink (durable state) before any response is released, and
@@ -45,7 +46,7 @@ def group_metadata(group: Group) -> GroupMetadataRecord:
     return GroupMetadataRecord(group.group_id, {
         "group_id": group.group_id, "generation": group.generation, "created_ms": group.created_ms,
         "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
-        "leader_id": group.leader_id, "emptied_at_ms": group.emptied_at_ms,
+        "leader_id": group.leader_id, "emptied_at_ms": group.emptied_at_ms, "state_ms": group.state_ms,
         "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
                      "client_host": m.client_host, "rebalance_timeout_ms": m.rebalance_timeout_ms,
                      "session_timeout_ms": m.session_timeout_ms, "protocol_type": m.protocol_type,

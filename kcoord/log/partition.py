@@ -122,6 +122,18 @@ class Partition:
         b = R.parse_batch(data)
         self._keep(StoredBatch(b.base_offset, b.base_offset + b.last_offset_delta, b.max_timestamp, data), b)
 
+    def replace_batches(self, batches: list[bytes]) -> None:
+        """Compaction: the partition holds `batches` (at their own offsets, in order) instead;
+        the log end stays where it was."""
+        end = self.high_watermark
+        self.batches, self._last_offsets = [], []
+        for data in batches:
+            b = R.parse_batch(data)
+            last = b.base_offset + b.last_offset_delta
+            self.batches.append(StoredBatch(b.base_offset, last, b.max_timestamp, data))
+            self._last_offsets.append(last)
+        self.high_watermark = end
+
     def restore_log_start(self, start: int) -> None:
         """Put back the log start offset after the batches; every record may have been deleted."""
         if start > self.log_start_offset:

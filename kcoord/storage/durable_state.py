@@ -70,6 +70,11 @@ def decode_group(value: dict) -> dict:
     return {**value, "members": members}
 
 
+def _batch_payload(topic: str, partition: int, data: bytes) -> bytes:
+    name = topic.encode()
+    return b"B" + _BATCH.pack(len(name)) + name + struct.pack(">i", partition) + data
+
+
 class StorageFailed(RuntimeError):
     """An earlier write failed: nothing more is recorded until a restart."""
 
@@ -101,6 +106,9 @@ class DurableState:
         self._compacted_size = 0
         self._sync_task: asyncio.Task | None = None
         self.loaded = {"groups": 0, "offsets": 0, "topics": 0, "batches": 0}
+        # Called before the log is rewritten: compacts __consumer_offsets' partitions, whose
+        # batches the snapshot then writes.
+        self.on_compact = None
         # Why group state may no longer be written, once a write of it failed (see above).
         self.failure: str | None = None
 
@@ -180,13 +188,16 @@ class DurableState:
         self.log.close()
 
     # ---- recording -----------------------------------------------------
-    def append(self, records: list[Record]) -> None:
-        """Write the coordinator's records of one operation, all in one write. Any failure is
-        raised (the coordinator then acknowledges none of them) and ends group recording."""
+    def append(self, records: list[Record], batches: list[tuple[str, int, bytes]] = ()) -> None:
+        """Write the coordinator's records of one operation, all in one write, together with
+        `batches` (topic, partition, batch bytes at their offsets: the same records as
+        `__consumer_offsets` holds them), which the caller puts into the partitions only after
+        this returns. Any failure is raised (the coordinator then acknowledges none of them)
+        and ends group recording."""
         if self.failure is not None:
             raise StorageFailed(self.failure)
         try:
-            self.log.append(*(_payload(r) for r in records))
+            self.log.append(*(_payload(r) for r in records), *(_batch_payload(t, p, data) for t, p, data in batches))
         except Exception as err:
             self.failure = f"writing {self.log.path} failed: {type(err).__name__}: {err}"
             log.error("%s; the coordinator answers COORDINATOR_NOT_AVAILABLE until a restart "
@@ -227,10 +238,8 @@ class DurableState:
 
     def _batches_appended(self, topic: str, partition: int, stored) -> None:
         """Called before the partition takes the batches; an OSError reaches the producer."""
-        name = topic.encode()
-        head = _BATCH.pack(len(name)) + name + struct.pack(">i", partition)
         for batch in stored:
-            self.log.append(b"B" + head + batch.data)
+            self.log.append(_batch_payload(topic, partition, batch.data))
         self._maybe_compact()
 
     # ---- compaction ----------------------------------------------------
@@ -265,6 +274,8 @@ class DurableState:
                 yield _payload(OffsetCommitRecord(group_id, topic, partition, v))
 
     def compact(self) -> None:
+        if self.on_compact is not None:
+            self.on_compact()
         before = self.log.size
         self.log.rewrite(self.snapshot())
         self._compacted_size = self.log.size

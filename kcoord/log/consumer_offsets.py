@@ -1,0 +1,361 @@
+"""`__consumer_offsets` as Kafka keeps it: the coordinator's records in Kafka's own key and
+value schemas, appended to the group's partition of an internal topic that consumers can
+fetch like any other.
+
+Every record of a coordinator operation (kcoord.coordinator.records) becomes one Kafka
+record: the key is a big-endian int16 record type followed by the key struct, the value an
+int16 version followed by the value struct, a tombstone has a null value. The schemas are
+Kafka's group-coordinator message specs, written out here by hand:
+
+    type 1 (0 in old logs)  OffsetCommitKey    group string, topic string, partition int32
+    type 2                  GroupMetadataKey   group string
+    OffsetCommitValue  v0   offset int64, metadata string, commitTimestamp int64
+                       v1   + expireTimestamp int64 (after commitTimestamp)
+                       v2   as v0
+                       v3   + leaderEpoch int32 (after offset)
+                       v4   as v3, flexible: compact metadata string, tagged fields (0: topicId uuid)
+    GroupMetadataValue v0   protocolType string, generation int32, protocol string?, leader string?,
+                            members [memberId, clientId, clientHost, sessionTimeout int32,
+                                     subscription bytes, assignment bytes]
+                       v1   + member rebalanceTimeout int32 (before sessionTimeout)
+                       v2   + currentStateTimestamp int64 (before members)
+                       v3   + member groupInstanceId string? (after memberId)
+
+Kafka 4.3 writes OffsetCommitValue v4 (v1 when the commit carried an explicit retention)
+and GroupMetadataValue v3; so does kcoord. `decode_key`/`decode_value` read every version up
+to those, and give the JSON shape Kafka's OffsetsMessageFormatter and
+GroupMetadataMessageFormatter print (`{"key": {"type", "data"}, "value": {"version", "data"}}`,
+bytes in base64, topic ids as Kafka prints them), so their output and this decoder's can be
+compared as they are.
+
+`OffsetsTopic` is the coordinator's record sink in front of durable state: the batches and
+the durable state's own records of one operation go to disk in one write, and only then does
+the partition hold them, so a client fetches exactly what was acknowledged.
+"""
+from __future__ import annotations
+
+import base64
+import struct
+import time
+import uuid
+from typing import Callable, Iterable
+
+from kcoord.coordinator.config import offsets_partition_for
+from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from wire import records as R
+
+TOPIC = "__consumer_offsets"
+# The configs Kafka gives the topic when it creates it (all reported as the topic's own).
+TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
+
+LEGACY_OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY, GROUP_METADATA_KEY = 0, 1, 2
+OFFSET_COMMIT_VALUE_VERSION, OFFSET_COMMIT_VALUE_WITH_EXPIRY = 4, 1
+GROUP_METADATA_VALUE_VERSION = 3
+NO_TIMESTAMP = -1
+# A partition is compacted in memory once it holds this many bytes and twice what it held
+# after its last compaction (with a data dir, also whenever durable state compacts its log).
+COMPACT_MIN_BYTES = 1024 * 1024
+
+
+class OffsetsRecordError(ValueError):
+    """Bytes that are not a group coordinator record kcoord can read."""
+
+
+# ---- primitive writers and readers ---------------------------------------------------------
+
+def _str(value: str) -> bytes:
+    data = value.encode("utf-8")
+    return struct.pack(">h", len(data)) + data
+
+
+def _nullable_str(value: str | None) -> bytes:
+    return struct.pack(">h", -1) if value is None else _str(value)
+
+
+def _bytes(value: bytes) -> bytes:
+    return struct.pack(">i", len(value)) + value
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def _take(self, n: int, what: str) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise OffsetsRecordError(f"{what} runs past the end ({len(self.data)} bytes) at byte {self.pos}")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def int(self, fmt: str, what: str) -> int:
+        return struct.unpack(fmt, self._take(struct.calcsize(fmt), what))[0]
+
+    def str(self, what: str, nullable: bool = False) -> str | None:
+        n = self.int(">h", what)
+        if n == -1 and nullable:
+            return None
+        return self._take(n, what).decode("utf-8")
+
+    def uvarint(self, what: str) -> int:
+        value = shift = 0
+        while True:
+            b = self._take(1, what)[0]
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise OffsetsRecordError(f"{what}: a varint longer than 5 bytes at byte {self.pos}")
+
+    def compact_str(self, what: str) -> str:
+        n = self.uvarint(what)
+        if n == 0:
+            raise OffsetsRecordError(f"{what}: null where a string is required")
+        return self._take(n - 1, what).decode("utf-8")
+
+    def tagged_fields(self, what: str) -> dict[int, bytes]:
+        return {self.uvarint(what): self._take(self.uvarint(what), what) for _ in range(self.uvarint(what))}
+
+    def bytes(self, what: str) -> bytes:
+        return self._take(self.int(">i", what), what)
+
+    def done(self, what: str) -> None:
+        if self.pos != len(self.data):
+            raise OffsetsRecordError(f"{len(self.data) - self.pos} bytes left over after {what}")
+
+
+# ---- keys ----------------------------------------------------------------------------------
+
+def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    return struct.pack(">h", OFFSET_COMMIT_KEY) + _str(group) + _str(topic) + struct.pack(">i", partition)
+
+
+def group_metadata_key(group: str) -> bytes:
+    return struct.pack(">h", GROUP_METADATA_KEY) + _str(group)
+
+
+def decode_key(data: bytes) -> dict:
+    """{"type": N, "data": {...}} with Kafka's field names."""
+    r = _Reader(data)
+    kind = r.int(">h", "key type")
+    if kind in (LEGACY_OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY):
+        out = {"group": r.str("group"), "topic": r.str("topic"), "partition": r.int(">i", "partition")}
+    elif kind == GROUP_METADATA_KEY:
+        out = {"group": r.str("group")}
+    else:
+        raise OffsetsRecordError(f"key type {kind} is not a classic group record (1: offset commit, 2: group)")
+    r.done("the key")
+    return {"type": kind, "data": out}
+
+
+# ---- values --------------------------------------------------------------------------------
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def offset_commit_value(value: CommittedOffset, topic_id: uuid.UUID | None = None) -> bytes:
+    """Kafka's choice of version: v1 when the commit carried an explicit expiry, otherwise v4
+    (flexible: a compact metadata string, the topic id as tagged field 0 when known)."""
+    if value.expire_ms is not None:
+        return (struct.pack(">hq", OFFSET_COMMIT_VALUE_WITH_EXPIRY, value.offset) + _str(value.metadata or "")
+                + struct.pack(">qq", value.commit_ms, value.expire_ms))
+    metadata = (value.metadata or "").encode("utf-8")
+    tagged = b"\x00" if topic_id is None or topic_id.int == 0 else b"\x01\x00\x10" + topic_id.bytes
+    return (struct.pack(">hqi", OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch)
+            + _uvarint(len(metadata) + 1) + metadata + struct.pack(">q", value.commit_ms) + tagged)
+
+
+def group_metadata_value(group: dict) -> bytes:
+    """GroupMetadataValue v3 from the coordinator's group record: each member's subscription
+    is its metadata for the group's protocol, as Kafka writes it."""
+    protocol = group.get("protocol_name")
+    out = [struct.pack(">h", GROUP_METADATA_VALUE_VERSION), _str(group.get("protocol_type") or ""),
+           struct.pack(">i", group["generation"]), _nullable_str(protocol), _nullable_str(group.get("leader_id")),
+           struct.pack(">q", group.get("state_ms") if group.get("state_ms") is not None else NO_TIMESTAMP),
+           struct.pack(">i", len(group["members"]))]
+    for m in group["members"]:
+        subscription = next((meta for name, meta in m["protocols"] if name == protocol), b"")
+        out += [_str(m["member_id"]), _nullable_str(m["instance_id"]), _str(m["client_id"] or ""),
+                _str(m["client_host"] or ""), struct.pack(">ii", m["rebalance_timeout_ms"], m["session_timeout_ms"]),
+                _bytes(subscription), _bytes(m["assignment"] or b"")]
+    return b"".join(out)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _topic_id_text(raw: bytes) -> str:
+    """A topic id as Kafka prints one: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _decode_offset_value(r: _Reader, version: int) -> dict:
+    if version > OFFSET_COMMIT_VALUE_VERSION:
+        raise OffsetsRecordError(f"OffsetCommitValue v{version} is newer than v{OFFSET_COMMIT_VALUE_VERSION}")
+    out = {"offset": r.int(">q", "offset")}
+    if version >= 3:
+        out["leaderEpoch"] = r.int(">i", "leaderEpoch")
+    out["metadata"] = r.compact_str("metadata") if version >= 4 else r.str("metadata")
+    out["commitTimestamp"] = r.int(">q", "commitTimestamp")
+    if version == 1:
+        out["expireTimestamp"] = r.int(">q", "expireTimestamp")
+    if version >= 4:
+        tags = r.tagged_fields("tagged fields")
+        raw = tags.get(0, bytes(16))
+        if len(raw) != 16:
+            raise OffsetsRecordError(f"topicId (tag 0) has {len(raw)} bytes, not 16")
+        out["topicId"] = _topic_id_text(raw)
+    return out
+
+
+def _decode_group_value(r: _Reader, version: int) -> dict:
+    if version > GROUP_METADATA_VALUE_VERSION:
+        raise OffsetsRecordError(f"GroupMetadataValue v{version} is newer than v{GROUP_METADATA_VALUE_VERSION}")
+    out = {"protocolType": r.str("protocolType"), "generation": r.int(">i", "generation"),
+           "protocol": r.str("protocol", nullable=True), "leader": r.str("leader", nullable=True)}
+    if version >= 2:
+        out["currentStateTimestamp"] = r.int(">q", "currentStateTimestamp")
+    members = []
+    for _ in range(r.int(">i", "members")):
+        m = {"memberId": r.str("memberId")}
+        if version >= 3:
+            m["groupInstanceId"] = r.str("groupInstanceId", nullable=True)
+        m["clientId"] = r.str("clientId")
+        m["clientHost"] = r.str("clientHost")
+        if version >= 1:
+            m["rebalanceTimeout"] = r.int(">i", "rebalanceTimeout")
+        m["sessionTimeout"] = r.int(">i", "sessionTimeout")
+        m["subscription"] = _b64(r.bytes("subscription"))
+        m["assignment"] = _b64(r.bytes("assignment"))
+        members.append(m)
+    out["members"] = members
+    return out
+
+
+def decode_value(key: dict, data: bytes | None) -> dict | None:
+    """{"version": N, "data": {...}}, or None for a tombstone."""
+    if data is None:
+        return None
+    r = _Reader(data)
+    version = r.int(">h", "value version")
+    if key["type"] == GROUP_METADATA_KEY:
+        out = _decode_group_value(r, version)
+    else:
+        out = _decode_offset_value(r, version)
+    r.done("the value")
+    return {"version": version, "data": out}
+
+
+def decode(key: bytes, value: bytes | None) -> dict:
+    """One record of the topic, as Kafka's formatters print it (tombstone: value None)."""
+    k = decode_key(key)
+    return {"key": k, "value": decode_value(k, value)}
+
+
+def decode_records(blob: bytes) -> Iterable[tuple[int, dict]]:
+    """(offset, decoded record) for every record in a fetched records blob."""
+    for batch in R.iter_batches(blob):
+        for record in R.decode_records(batch):
+            yield record.offset, decode(record.key, record.value)
+
+
+# ---- the coordinator's records in Kafka's form -----------------------------------------------
+
+def kafka_record(record: Record, topic_id: uuid.UUID | None = None) -> tuple[str, bytes, bytes | None]:
+    """(group id, key, value) of one coordinator record; `topic_id`: the committed topic's."""
+    if isinstance(record, OffsetCommitRecord):
+        key = offset_commit_key(record.group_id, record.topic, record.partition)
+        if record.value is None:
+            return record.group_id, key, None
+        return record.group_id, key, offset_commit_value(record.value, topic_id)
+    if isinstance(record, GroupMetadataRecord):
+        key = group_metadata_key(record.group_id)
+        return record.group_id, key, None if record.value is None else group_metadata_value(record.value)
+    raise TypeError(f"no Kafka form for a {type(record).__name__}")
+
+
+class OffsetsTopic:
+    """The coordinator's record sink: each operation's records as one batch per
+    `__consumer_offsets` partition, written (with durable state's own records, when there is
+    a data dir) before any partition holds them. The topic is created the first time a group
+    needs it, as Kafka creates it on the first FindCoordinator."""
+
+    def __init__(self, topics, partitions: int, now_ms: Callable[[], int] | None = None):
+        self.topics = topics          # kcoord.log.topics.TopicStore
+        self.partitions = partitions  # offsets.topic.num.partitions, for a topic created here
+        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self.durable = None           # kcoord.storage.DurableState, with a data dir
+        # The partition count groups are hashed over: the topic's when this node first used it.
+        # Kafka's coordinator too keeps the count it started with if the topic grows.
+        self._count: tuple[object, int] | None = None
+        self._compacted: dict[int, int] = {}  # partition -> its bytes after its last compaction
+
+    def ensure(self):
+        """The topic, created with Kafka's partition count and configs if it does not exist."""
+        topic = self.topics.get(TOPIC)
+        if topic is None:
+            topic = self.topics.create(TOPIC, self.partitions, dict(TOPIC_CONFIGS))
+        return topic
+
+    def partition_for(self, group_id: str, topic) -> int:
+        if self._count is None or self._count[0] != topic.topic_id:
+            self._count = (topic.topic_id, len(topic.partitions))
+        return offsets_partition_for(group_id, self._count[1])
+
+    def append(self, records: list[Record]) -> None:
+        """All of `records` or none: an exception leaves every partition as it was."""
+        topic = self.ensure()
+        now = self.now_ms()
+        grouped: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
+        for record in records:
+            topic_id = None
+            if isinstance(record, OffsetCommitRecord):
+                committed = self.topics.get(record.topic)
+                topic_id = None if committed is None else committed.topic_id
+            group_id, key, value = kafka_record(record, topic_id)
+            grouped.setdefault(self.partition_for(group_id, topic), []).append((key, value, now))
+        batches = []
+        for index, entries in grouped.items():
+            partition = topic.partitions[index]
+            data = R.build_batch(entries, partition.high_watermark, partition_leader_epoch=partition.leader_epoch)
+            batches.append((index, data))
+        if self.durable is not None:
+            self.durable.append(records, [(TOPIC, index, data) for index, data in batches])
+        for index, data in batches:
+            partition = topic.partitions[index]
+            partition.restore(data)
+            if partition.size_bytes() >= max(COMPACT_MIN_BYTES, 2 * self._compacted.get(index, 0)):
+                self.compact_partition(partition)
+                self._compacted[index] = partition.size_bytes()
+        if batches:
+            self.topics.notify_appended()
+
+    def compact(self) -> None:
+        """Compact every partition (durable state calls this before it rewrites its log)."""
+        topic = self.topics.get(TOPIC)
+        for partition in topic.partitions if topic is not None else ():
+            self.compact_partition(partition)
+            self._compacted[partition.index] = partition.size_bytes()
+
+    @staticmethod
+    def compact_partition(partition) -> None:
+        """Keep the latest record of each key, tombstones included, at its own offset (a
+        batch of one record each), as Kafka's log cleaner keeps the latest; the offsets of
+        the records dropped become gaps, as in a compacted Kafka log."""
+        latest: dict[bytes, R.Record] = {}
+        for stored in partition.batches:
+            for record in R.decode_records(R.parse_batch(stored.data)):
+                if record.offset >= partition.log_start_offset:
+                    latest.pop(record.key, None)
+                    latest[record.key] = record  # re-inserted: the dict stays in log order
+        partition.replace_batches([R.build_batch([(r.key, r.value, r.timestamp)], r.offset,
+                                                 partition_leader_epoch=partition.leader_epoch)
+                                   for r in latest.values()])

@@ -1,0 +1,115 @@
+"""__consumer_offsets records in Kafka's form (kcoord.log.consumer_offsets): the codec against
+bytes the reference Kafka 4.3.1 wrote, and the sink's all-or-nothing append."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kcoord.coordinator.config import offsets_partition_for
+from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord
+from kcoord.log import consumer_offsets as co
+from kcoord.log.topics import TopicStore
+from wire import records as R
+
+# An OffsetCommit record the reference Kafka 4.3.1 wrote for group probe-g1, topic
+# sc-probe-g1, partition 1 (read back from its __consumer_offsets).
+KAFKA_KEY = bytes.fromhex("0001000870726f62652d6731000b73632d70726f62652d673100000001")
+KAFKA_VALUE = bytes.fromhex("000400000000000000020000000001000001a20c0028f701001004d659337689434c8cfb21ae27d50fbb")
+KAFKA_TOPIC_ID = uuid.UUID("04d65933-7689-434c-8cfb-21ae27d50fbb")
+
+
+def test_decodes_what_kafka_wrote():
+    assert co.decode(KAFKA_KEY, KAFKA_VALUE) == {
+        "key": {"type": 1, "data": {"group": "probe-g1", "topic": "sc-probe-g1", "partition": 1}},
+        "value": {"version": 4, "data": {"offset": 2, "leaderEpoch": 0, "metadata": "", "commitTimestamp": 1795497666807,
+                                         "topicId": "BNZZM3aJQ0yM-yGuJ9UPuw"}}}
+
+
+def test_encodes_the_bytes_kafka_wrote():
+    record = OffsetCommitRecord("probe-g1", "sc-probe-g1", 1, CommittedOffset(2, 0, "", 1795497666807))
+    assert co.kafka_record(record, KAFKA_TOPIC_ID) == ("probe-g1", KAFKA_KEY, KAFKA_VALUE)
+
+
+def test_an_explicit_expiry_is_value_v1_and_a_tombstone_has_no_value():
+    _, key, value = co.kafka_record(OffsetCommitRecord("g", "t", 0, CommittedOffset(5, -1, "m", 10, 99)))
+    assert co.decode(key, value)["value"] == {"version": 1, "data": {"offset": 5, "metadata": "m",
+                                                                     "commitTimestamp": 10, "expireTimestamp": 99}}
+    _, key, value = co.kafka_record(OffsetCommitRecord("g", "t", 0, None))
+    assert value is None and co.decode(key, value) == {"key": {"type": 1, "data": {"group": "g", "topic": "t",
+                                                                                     "partition": 0}}, "value": None}
+
+
+def test_group_metadata_round_trip():
+    group = {"group_id": "g", "generation": 4, "protocol_type": "consumer", "protocol_name": "range",
+             "leader_id": "m1", "state_ms": 123,
+             "members": [{"member_id": "m1", "instance_id": "i1", "client_id": "c", "client_host": "/10.0.0.1",
+                          "rebalance_timeout_ms": 300, "session_timeout_ms": 100,
+                          "protocols": [("roundrobin", b"rr"), ("range", b"sub")], "assignment": b"\x01"}]}
+    _, key, value = co.kafka_record(GroupMetadataRecord("g", group))
+    assert co.decode(key, value) == {"key": {"type": 2, "data": {"group": "g"}}, "value": {"version": 3, "data": {
+        "protocolType": "consumer", "generation": 4, "protocol": "range", "leader": "m1", "currentStateTimestamp": 123,
+        "members": [{"memberId": "m1", "groupInstanceId": "i1", "clientId": "c", "clientHost": "/10.0.0.1",
+                     "rebalanceTimeout": 300, "sessionTimeout": 100, "subscription": "c3Vi", "assignment": "AQ=="}]}}}
+
+
+def test_truncated_or_unknown_records_are_refused():
+    with pytest.raises(co.OffsetsRecordError):
+        co.decode(KAFKA_KEY[:-1], KAFKA_VALUE)
+    with pytest.raises(co.OffsetsRecordError):
+        co.decode(KAFKA_KEY, KAFKA_VALUE[:-3])
+    with pytest.raises(co.OffsetsRecordError, match="key type 3"):
+        co.decode_key(b"\x00\x03\x00\x01g")
+
+
+class _FailingDisk:
+    def __init__(self):
+        self.calls = []
+
+    def append(self, records, batches):
+        self.calls.append((records, batches))
+        raise OSError("disk full")
+
+
+def test_records_go_to_the_groups_partition_and_a_failed_write_leaves_nothing():
+    store = TopicStore()
+    topic = co.OffsetsTopic(store, partitions=5, now_ms=lambda: 1000)
+    records = [OffsetCommitRecord("alpha", "t", 0, CommittedOffset(1, -1, "", 1000)),
+               OffsetCommitRecord("beta", "t", 0, CommittedOffset(2, -1, "", 1000)),
+               OffsetCommitRecord("alpha", "t", 1, CommittedOffset(3, -1, "", 1000))]
+    topic.append(records)
+    offsets = store.get(co.TOPIC)
+    assert offsets.internal and len(offsets.partitions) == 5 and offsets.configs["cleanup.policy"] == "compact"
+    seen = {}
+    for p in offsets.partitions:
+        for offset, record in co.decode_records(p.read(0, 1 << 20)):
+            seen.setdefault(p.index, []).append((offset, record["key"]["data"]["group"],
+                                                 record["value"]["data"]["offset"]))
+    a, b = offsets_partition_for("alpha", 5), offsets_partition_for("beta", 5)
+    assert a != b
+    assert seen == {a: [(0, "alpha", 1), (1, "alpha", 3)], b: [(0, "beta", 2)]}
+    # One batch per partition per operation, stamped with the operation's time.
+    batch = next(R.iter_batches(offsets.partitions[a].read(0, 1 << 20)))
+    assert (batch.base_offset, batch.last_offset_delta, batch.max_timestamp) == (0, 1, 1000)
+
+    topic.durable = _FailingDisk()
+    with pytest.raises(OSError):
+        topic.append([OffsetCommitRecord("alpha", "t", 0, CommittedOffset(9, -1, "", 2000))])
+    assert topic.durable.calls and offsets.partitions[a].high_watermark == 2
+
+
+def test_compaction_keeps_each_keys_latest_record_at_its_offset():
+    store = TopicStore()
+    topic = co.OffsetsTopic(store, partitions=1, now_ms=lambda: 1000)
+    for i in range(5):
+        topic.append([OffsetCommitRecord("g", "t", 0, CommittedOffset(i, -1, "", 1000)),
+                      OffsetCommitRecord("g", "t", 1, CommittedOffset(10 + i, -1, "", 1000))])
+    topic.append([OffsetCommitRecord("g", "t", 1, None)])
+    partition = store.get(co.TOPIC).partitions[0]
+    topic.compact()
+    kept = [(offset, r["key"]["data"]["partition"], r["value"] and r["value"]["data"]["offset"])
+            for offset, r in co.decode_records(partition.read(0, 1 << 20))]
+    assert kept == [(8, 0, 4), (10, 1, None)]
+    assert partition.high_watermark == 11
+    assert list(co.decode_records(partition.read(9, 1 << 20)))[0][0] == 10  # a fetch inside a gap moves on
