@@ -67,6 +67,9 @@ def _serve_parser(sub) -> None:
                         "(default: <data-dir>/journal/events.jsonl when --data-dir is set)")
     p.add_argument("--journal-max-bytes", type=_at_least(1), default=64 * 1024 * 1024,
                    help="rotate the journal at this size (default %(default)s)")
+    p.add_argument("--journal-topic", default=None, metavar="NAME",
+                   help="also append every journal line to topic NAME on this broker (key: group id; "
+                        "created if missing), for `kcoord report --kafka` and any Kafka client (default: off)")
     p.add_argument("--faults", default=None, metavar="FILE",
                    help="fault rules active from start: a JSON or YAML list (see docs/faults.md)")
     p.add_argument("--fault", action="append", default=[], metavar="RULE",
@@ -145,6 +148,14 @@ def config_from_args(args) -> ServerConfig:
     broker_config.log_warnings(resolved)
     cfg.journal = args.journal
     cfg.journal_max_bytes = args.journal_max_bytes
+    if args.journal_topic is not None:
+        from kcoord.journal import check_journal_topic
+
+        try:
+            check_journal_topic(args.journal_topic)
+        except ValueError as err:
+            raise BadInput(f"invalid --journal-topic {args.journal_topic}: {err}") from None
+        cfg.journal_topic = args.journal_topic
     if args.http:
         cfg.http_host, cfg.http_port = parse_host_port(args.http, default_port=8080)
     if args.faults:

@@ -16,6 +16,7 @@ CASES = [
     (["serve", "--sasl-users", "{missing}"], ["--sasl-users", "{missing}"]),
     (["serve", "--config-file", "{missing}"], ["--config-file", "{missing}"]),
     (["serve", "--config", "group.max.size=many"], ["group.max.size", "many"]),
+    (["serve", "--journal-topic", "no/slash"], ["--journal-topic", "no/slash"]),
     (["check", "--bootstrap", "127.0.0.1:1", "--clients", "bogus"], ["--clients", "bogus"]),
     (["check", "--bootstrap", "127.0.0.1:1", "--scenarios", "no-such-scenario"], ["--scenarios", "no-such-scenario"]),
 ]
