@@ -193,7 +193,44 @@ def test_follow_keeps_the_tables_current_until_stopped(spark, served, tmp_path):
         stop.set()
         follower.join(60)
         if member is not None:
-            member.kill()
+            # A LeaveGroup, not a kill: its events come now, not a session timeout later while
+            # the next test compares the topic with the file.
+            member.stop()
+            wait_group(server.bootstrap, GROUP, 60, state="Empty")
     assert not follower.is_alive(), "run_follow did not stop"
     assert result.get("rc") == 0
     assert (out / "_follow" / "checkpoint").is_dir()
+
+
+def test_follow_stops_by_itself_after_max_batches(spark, served, tmp_path):
+    from kcoord.analytics.job import run_follow
+
+    server, journal = served
+    out = tmp_path / "once"
+    # Nothing sets `stop`: only --max-batches can end it, after the one batch the topic makes.
+    assert run_follow(server.bootstrap, JOURNAL_TOPIC, out, interval_s=1.0, max_batches=1, spark=spark) == 0
+    assert len(spark.read.parquet(str(out / "events")).collect()) == len(journal.read_text().splitlines())
+
+
+def test_follow_command_ends_cleanly_on_sigterm(served, tmp_path):
+    """The command as a user runs it, in a process (and JVM) of its own."""
+    server, _ = served
+    out = tmp_path / "cli"
+    proc = subprocess.Popen([sys.executable, "-m", "kcoord", "report", "--kafka", server.bootstrap, "--topic",
+                             JOURNAL_TOPIC, "--out", str(out), "--follow", "--interval", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 180
+        while not (out / "report.html").exists():  # the first batch is done
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, "no report.html from --follow"
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("[report] stopped after 1 batches"), err
