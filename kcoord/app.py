@@ -12,7 +12,7 @@ from kcoord.admin.http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
 from kcoord.coordinator import build_coordinator
-from kcoord.journal import Journal, journal_path
+from kcoord.journal import Journal, JournalTopic, journal_path
 from kcoord.log.consumer_offsets import OffsetsTopic
 from kcoord.admin.metrics import Metrics
 from kcoord.faults.routes import install_faults
@@ -35,7 +35,9 @@ class Kcoord:
         # The latest coordinator events, for tests and (later) the admin endpoint.
         self.recorded_events: collections.deque = collections.deque(maxlen=10000)
         self.coordinator.core.bus.subscribe(self.recorded_events.append)
-        self.journal = _open_journal(self.config, self.coordinator)
+        self.journal_topic = (JournalTopic(self.broker.topics, self.config.journal_topic)
+                              if self.config.journal_topic else None)
+        self.journal = _open_journal(self.config, self.coordinator, self.journal_topic)
         security = security_options(self.config)
         self.broker.users = security.pop("users")
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
@@ -65,6 +67,8 @@ class Kcoord:
             self.storage.on_compact = self.offsets_topic.compact
             self.coordinator.core.record_sink = self.offsets_topic
             await self.storage.start()
+        if self.journal_topic is not None:
+            self.journal_topic.start()  # after durable state put back the topic's earlier records
         host, port = await self.server.start()
         # A listener on port 0 learns its port only now; advertise the real one.
         if self.config.advertised_port in (None, 0) and self.config.listen_port == 0:
@@ -84,16 +88,17 @@ class Kcoord:
             await self.http.close()
         await self.server.close()
         await self.coordinator.close()
+        if self.journal is not None:
+            # Before durable state closes: its last offset_commits records still go to the topic.
+            self.journal.close()
         if self.storage is not None:
             await self.storage.close()
-        if self.journal is not None:
-            self.journal.close()
 
 
-def _open_journal(config: ServerConfig, coordinator):
+def _open_journal(config: ServerConfig, coordinator, topic: JournalTopic | None):
     path = journal_path(config.journal, config.data_dir)
-    if path is None:
+    if path is None and topic is None:
         return None
-    journal = Journal(path, max_bytes=config.journal_max_bytes)
+    journal = Journal(path, max_bytes=config.journal_max_bytes, sinks=(topic,) if topic is not None else ())
     coordinator.core.bus.subscribe(journal)
     return journal

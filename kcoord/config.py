@@ -64,6 +64,8 @@ class ServerConfig:
     # The event journal: None puts it under data_dir (if any), "none" turns it off, else a path.
     journal: str | None = None
     journal_max_bytes: int = 64 * 1024 * 1024
+    # A topic on this broker that gets every journal line too (key: group id); None: none.
+    journal_topic: str | None = None
     # Fault rules active from start (kcoord.faults: dicts or `key=value,...` strings).
     fault_rules: list = field(default_factory=list)
     # Kafka config name -> text, for the names given in --config-file, --config or a flag alias:

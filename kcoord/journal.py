@@ -2,15 +2,25 @@
 
 Offset commits are too frequent to journal one by one; they are summed per
 group and written as one `offset_commits` record per interval.
+
+The same lines can also go to a topic on this broker (`JournalTopic`, `--journal-topic`),
+keyed by group id, so that any Kafka client (Spark's Kafka source in `kcoord report
+--kafka`) can read them.
 """
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from pathlib import Path
+from typing import Callable
 
 from kcoord.coordinator.events import EventKind, GroupEvent
+from kcoord.log.topics import INTERNAL_TOPICS, TopicError, TopicStore, validate_topic_name
+from wire import records as R
+
+log = logging.getLogger("kcoord.journal")
 
 JOURNAL_NAME = "events.jsonl"
 
@@ -25,15 +35,21 @@ def journal_path(journal: str | None, data_dir: str | None) -> Path | None:
 
 
 class Journal:
-    def __init__(self, path: str | os.PathLike, *, max_bytes: int = 64 * 1024 * 1024, backups: int = 10,
-                 commit_interval_ms: int = 10_000):
-        self.path = Path(path)
+    """`path` None writes no file: the lines then go to `sinks` only. Each sink is called as
+    sink(record, line): the record and the line the file gets, without its newline."""
+
+    def __init__(self, path: str | os.PathLike | None, *, max_bytes: int = 64 * 1024 * 1024, backups: int = 10,
+                 commit_interval_ms: int = 10_000, sinks: tuple[Callable[[dict, str], None], ...] = ()):
+        self.path = None if path is None else Path(path)
         self.max_bytes = max_bytes
         self.backups = backups
         self.commit_interval_ms = commit_interval_ms
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.sinks = tuple(sinks)
         self._lock = threading.Lock()
-        self._file = open(self.path, "a", encoding="utf-8")
+        self._file = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")
         # group -> [interval start ms, commit requests, offsets committed]
         self._commits: dict[str, list[int]] = {}
 
@@ -66,11 +82,14 @@ class Journal:
                 del self._commits[group_id]
 
     def _write(self, record: dict) -> None:
-        line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
-        if self._file.tell() + len(line) > self.max_bytes and self._file.tell() > 0:
-            self._rotate()
-        self._file.write(line)
-        self._file.flush()
+        line = json.dumps(record, separators=(",", ":"), default=str)
+        if self._file is not None:
+            if self._file.tell() + len(line) + 1 > self.max_bytes and self._file.tell() > 0:
+                self._rotate()
+            self._file.write(line + "\n")
+            self._file.flush()
+        for sink in self.sinks:
+            sink(record, line)
 
     def _rotate(self) -> None:
         self._file.close()
@@ -86,10 +105,14 @@ class Journal:
 
     def close(self) -> None:
         with self._lock:
-            if self._file.closed:
+            if self._closed:
                 return
+            self._closed = True
             self._flush_commits(None)
-            self._file.close()
+            if self._file is not None:
+                self._file.close()
+
+    _closed = False
 
 
 def _record(e: GroupEvent) -> dict:
@@ -100,3 +123,81 @@ def _record(e: GroupEvent) -> dict:
     if e.details:
         record["details"] = e.details
     return record
+
+
+class JournalTopic:
+    """A journal sink appending each line as one record (key: group id) to `name` on this
+    broker, through a partition's own append path like a produced batch: durable state
+    stores it, long-polling fetches wake up, and any consumer reads it.
+
+    It is called from the coordinator's event bus on the loop, inside no coordinator
+    operation (events go out after an operation's records are written), and appending to a
+    partition emits no group event, so it can neither recurse nor wait on itself. A failed
+    append is logged and dropped: a journal must never fail the group operation behind it.
+    """
+
+    def __init__(self, topics: TopicStore, name: str):
+        check_journal_topic(name)
+        self.topics = topics
+        self.name = name
+        self.appended = 0
+        self.dropped = 0
+        self._failing = 0  # records dropped since the last append that worked
+        # Lines from before start(): durable state restores the topic's batches at their old
+        # offsets during start-up, so nothing may be appended before that.
+        self._pending: list[tuple[dict, str]] | None = []
+
+    def start(self) -> None:
+        pending, self._pending = self._pending or [], None
+        self._topic()
+        for record, line in pending:
+            self(record, line)
+
+    def __call__(self, record: dict, line: str) -> None:
+        if self._pending is not None:
+            self._pending.append((record, line))
+            return
+        try:
+            key = record["group_id"].encode()
+            topic = self._topic()
+            partition = topic.partitions[_partition_for(key, len(topic.partitions))]
+            partition.append(R.build_batch([(key, line.encode(), int(record["time_ms"]))]))
+        except Exception as err:  # AppendError (a refused disk write), TopicError, anything: never the caller's
+            self.dropped += 1
+            self._failing += 1
+            if self._failing == 1:
+                log.error("journal topic %s: cannot append (%s: %s); dropping journal records until an append "
+                          "works again", self.name, type(err).__name__, err)
+            return
+        self.appended += 1
+        if self._failing:
+            log.warning("journal topic %s: appending again after dropping %d records", self.name, self._failing)
+            self._failing = 0
+        self.topics.notify_appended()
+
+    def _topic(self):
+        topic = self.topics.get(self.name)
+        if topic is None:
+            # Created with the broker's default partitions, as auto-creation would; recreated if
+            # an admin deleted it, so that the journal keeps flowing.
+            topic = self.topics.create(self.name)
+            log.info("journal topic %s created with %d partitions", self.name, len(topic.partitions))
+        return topic
+
+
+def check_journal_topic(name: str) -> None:
+    """Raises ValueError naming what is wrong with `name` as a journal topic."""
+    try:
+        validate_topic_name(name)
+    except TopicError as err:
+        raise ValueError(str(err)) from None
+    if name in INTERNAL_TOPICS:
+        raise ValueError(f"topic name {name!r} is reserved for internal topics")
+
+
+def _partition_for(key: bytes, partitions: int) -> int:
+    """Kafka's default partitioner for a keyed record, so a group's events stay in one partition
+    in order, on the partition a Kafka producer would have chosen."""
+    from kafka.partitioner.default import murmur2
+
+    return (murmur2(key) & 0x7FFFFFFF) % partitions

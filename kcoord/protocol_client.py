@@ -146,6 +146,20 @@ class Admin:
         return {(t.name, p.partition_index): p.committed_offset
                 for t in answer.topics for p in t.partitions if p.committed_offset >= 0}
 
+    def topic_partitions(self, topic: str) -> list[int] | None:
+        """The topic's partition indexes, or None if the broker does not know it (never auto-created)."""
+        b = self.bootstrap
+        v = b.version(3, 9, 4)  # v4+: auto-creation can be declined; up to v9: topics by name alone
+        answer = b.call(3, v, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                               "include_cluster_authorized_operations": False,
+                               "include_topic_authorized_operations": False})
+        (t,) = answer.topics
+        if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+            return None
+        if t.error_code:
+            raise ProtocolError(f"Metadata for topic {topic}: {ErrorCode(t.error_code).name}")
+        return sorted(p.partition_index for p in t.partitions)
+
     def log_end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """Latest offsets, asked of the bootstrap broker (kcoord leads every partition)."""
         if not partitions:

@@ -40,9 +40,9 @@ ESTIMATES = {
                                   # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s)
     "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
     "differential-delay3000": 250,
-    "spark": 200,                 # Spark start-up, a journal scenario with real clients, two reports
-    "spark-source": 180,
-    "acl-kafka": 60,              # tests/integration/test_acl_scram_admin.py: a reference Kafka with an authorizer          # Spark's Kafka source on kcoord and on a reference Kafka of its own
+    "spark": 330,                 # Spark start-up, journal scenarios with real clients, four reports, a follow run
+    "spark-source": 180,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
+    "acl-kafka": 60,              # tests/integration/test_acl_scram_admin.py: a reference Kafka with an authorizer
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
     "tests/integration/test_group_lifecycle.py::test_a_million_unknown_group_ids_leave_nothing_behind": 425,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
@@ -58,7 +58,8 @@ ESTIMATES = {
     "tests/fuzz/test_frame_fuzz.py::test_mutated_captured_requests_decode_or_fail_cleanly": 23,
 }
 
-SPARK_MODULES = ("tests/analytics/test_report_journal.py", "tests/analytics/test_report_kafka_logs.py")
+SPARK_MODULES = ("tests/analytics/test_report_journal.py", "tests/analytics/test_report_kafka_logs.py",
+                 "tests/analytics/test_report_kafka_topic.py")
 # One Spark session for both brokers' cases: the module's worker starts a reference Kafka of its
 # own rather than joining the long "reference-kafka" group with a Spark JVM beside it.
 SPARK_SOURCE_MODULE = "tests/integration/test_spark_kafka_source.py"

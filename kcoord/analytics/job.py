@@ -3,6 +3,11 @@
 Inputs are listed and sniffed on the driver (journal or Kafka server.log, gzip
 or not); Spark reads and parses them in parallel, computes rebalances per
 group, writes Parquet tables and hands small aggregates to the HTML report.
+
+A journal topic (`kcoord serve --journal-topic`) is read with Spark's Kafka source:
+once, earliest to latest (`run_report`), or as a structured stream that rewrites the
+tables and the report after every micro-batch (`run_follow`). Its record values are
+the file journal's lines, so they go through the very same parser.
 """
 from __future__ import annotations
 
@@ -68,12 +73,20 @@ def _parse_partition(kind):
     return run
 
 
-def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shuffle_partitions: int | None = 8):
+def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shuffle_partitions: int | None = 8,
+                  kafka_connector: bool = False):
+    """kafka_connector: with Spark's Kafka source (its jars fetched with Maven once, see
+    kcoord.testing.spark_kafka; SparkKafkaUnavailable says what is missing)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    b = (SparkSession.builder.master(master).appName(app_name)
+    b = SparkSession.builder
+    if kafka_connector:
+        from kcoord.testing.spark_kafka import jars
+
+        b = b.config("spark.jars", ",".join(str(p) for p in jars()))
+    b = (b.master(master).appName(app_name)
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")  # _Progress prints ours, one line per stage
          .config("spark.sql.session.timeZone", "UTC"))
@@ -129,8 +142,21 @@ def rebalance_schema():
                        for f in rb.REBALANCE_FIELDS])
 
 
-def compute(spark, files: list[tuple[str, str]], *, since_ms=None, until_ms=None):
-    """Returns (events_df, rebalances_df, hourly_df, skips dict)."""
+def topic_lines(spark, bootstrap: str, topic: str):
+    """A journal topic's record values, earliest to latest, as an RDD of journal lines."""
+    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+          .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
+    return _values(df)
+
+
+def _values(df):
+    # A null value (a tombstone someone produced) is no journal line: skipped like a blank one.
+    return df.selectExpr("CAST(value AS STRING) AS line").rdd.map(lambda r: r[0] or "")
+
+
+def compute(spark, files: list[tuple[str, str]], *, journal_lines=None, since_ms=None, until_ms=None):
+    """Returns (events_df, rebalances_df, hourly_df, skips dict). `journal_lines`: an RDD of
+    journal lines read from elsewhere than files (a journal topic)."""
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -139,6 +165,8 @@ def compute(spark, files: list[tuple[str, str]], *, since_ms=None, until_ms=None
         paths = [p for p, k in files if k == kind]
         if paths:
             rdds.append(sc.textFile(",".join(paths)).mapPartitions(_parse_partition(kind)))
+    if journal_lines is not None:
+        rdds.append(journal_lines.mapPartitions(_parse_partition("journal")))
     if not rdds:
         raise ValueError("no input lines")
     parsed = sc.union(rdds) if len(rdds) > 1 else rdds[0]
@@ -211,38 +239,118 @@ def summarise(events, rebalances, hourly) -> dict:
 
 
 def run_report(inputs, out_dir, *, master: str = "local[*]", since: str | None = None, until: str | None = None,
-               spark=None, stream=sys.stderr) -> int:
-    from kcoord.analytics.html import write_report
-
+               kafka: str | None = None, topic: str | None = None, spark=None, stream=sys.stderr) -> int:
+    """Files `inputs` and/or the journal topic `topic` on `kafka`, read once, into `out_dir`."""
     t0 = time.monotonic()
     files = list_inputs(inputs)
-    size = sum(os.path.getsize(p) for p, _ in files)
-    print(f"[report] {len(files)} input files ({size / 1e6:.1f} MB): "
-          f"{sum(k == 'journal' for _, k in files)} journals, {sum(k == 'kafka-log' for _, k in files)} broker logs",
-          file=stream, flush=True)
-    if not files:
+    if files or not kafka:
+        size = sum(os.path.getsize(p) for p, _ in files)
+        print(f"[report] {len(files)} input files ({size / 1e6:.1f} MB): "
+              f"{sum(k == 'journal' for _, k in files)} journals, "
+              f"{sum(k == 'kafka-log' for _, k in files)} broker logs", file=stream, flush=True)
+    if kafka:
+        print(f"[report] journal topic {topic} on {kafka}, earliest to latest", file=stream, flush=True)
+    if not files and not kafka:
         print("[report] nothing to read", file=stream)
         return 1
-    own = spark is None
-    spark = spark or spark_session(master)
+    spark, own = _session(spark, master, kafka is not None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     try:
         with _Progress(spark.sparkContext, stream):
-            events, rebalances, hourly, skips = compute(spark, files, since_ms=parse_time(since),
-                                                        until_ms=parse_time(until))
-            events.write.mode("overwrite").parquet(str(out / "events"))
-            rebalances.write.mode("overwrite").parquet(str(out / "rebalances"))
-            hourly.write.mode("overwrite").parquet(str(out / "group_hourly"))
-            summary = summarise(events, rebalances, hourly)
-        summary["skips"] = skips
-        summary["inputs"] = len(files)
-        write_report(summary, out / "report.html")
+            lines = topic_lines(spark, kafka, topic) if kafka else None
+            summary = _write_outputs(spark, out, files, lines, since, until, inputs=len(files) + bool(kafka))
     finally:
         if own:
             spark.stop()
-    skipped = sum(skips.values())
-    print(f"[report] {summary['events']} events, {summary['rebalance_count']} rebalances in {summary['groups']} groups; "
-          f"skipped {skipped} lines {dict(skips) if skips else ''}; {time.monotonic() - t0:.1f}s; "
-          f"wrote {out}/{{events,rebalances,group_hourly}} and {out / 'report.html'}", file=stream, flush=True)
+    _print_done(summary, out, stream, f"{time.monotonic() - t0:.1f}s")
     return 0
+
+
+def run_follow(kafka: str, topic: str, out_dir, *, master: str = "local[*]", since: str | None = None,
+               until: str | None = None, interval_s: float = 5.0, max_batches: int | None = None,
+               stop: threading.Event | None = None, spark=None, stream=sys.stderr) -> int:
+    """Keep `out_dir`'s tables and report current with the journal topic, until `stop` is set
+    (or `max_batches` micro-batches with records have been handled).
+
+    Each micro-batch's lines are kept under DIR/_follow/lines (one directory per batch id, so
+    a batch Spark replays after a failure overwrites its own copy), and the tables are then
+    computed again from every line kept: a rebalance may begin in one batch and end in the
+    next, and recomputing is what keeps the output equal to a batch report of the same lines.
+    The stream's checkpoint (DIR/_follow/checkpoint) makes a restart resume where it stopped."""
+    stop = stop or threading.Event()
+    out = Path(out_dir)
+    lines_dir, checkpoint = out / "_follow" / "lines", out / "_follow" / "checkpoint"
+    lines_dir.mkdir(parents=True, exist_ok=True)
+    spark, own = _session(spark, master, True)
+    handled = {"batches": 0}
+
+    def on_batch(batch, batch_id):
+        t0 = time.monotonic()
+        batch.selectExpr("CAST(value AS STRING) AS line").write.mode("overwrite").parquet(
+            str(lines_dir / f"batch={batch_id}"))
+        lines = spark.read.parquet(str(lines_dir)).select("line").rdd.map(lambda r: r[0] or "")
+        summary = _write_outputs(spark, out, [], lines, since, until, inputs=1)
+        # Every batch computes the tables anew: the previous batch's cached copies only fill memory.
+        spark.catalog.clearCache()
+        handled["batches"] += 1
+        _print_done(summary, out, stream, f"batch {batch_id}, {time.monotonic() - t0:.1f}s")
+
+    print(f"[report] following journal topic {topic} on {kafka} (checkpoint {checkpoint}); "
+          f"SIGINT or SIGTERM stops", file=stream, flush=True)
+    query = None
+    try:
+        source = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", kafka)
+                  .option("subscribe", topic).option("startingOffsets", "earliest").load())
+        query = (source.writeStream.foreachBatch(on_batch).option("checkpointLocation", str(checkpoint))
+                 .trigger(processingTime=f"{interval_s} seconds").start())
+        while query.isActive and not stop.is_set():
+            if max_batches is not None and handled["batches"] >= max_batches:
+                break
+            query.awaitTermination(0.5)
+        failure = query.exception()
+        if failure is not None:
+            print(f"[report] the stream failed: {str(failure).splitlines()[0]}", file=stream, flush=True)
+            return 1
+    finally:
+        if query is not None and query.isActive:
+            query.stop()
+        if own:
+            spark.stop()
+    print(f"[report] stopped after {handled['batches']} batches", file=stream, flush=True)
+    return 0
+
+
+def _session(spark, master: str, kafka_connector: bool):
+    """(session, whether we own it). An active session is used and left running: a caller in
+    the same process (a test, a notebook) started it and will stop it."""
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is not None:
+            return spark, False
+        return spark_session(master, kafka_connector=kafka_connector), True
+    return spark, False
+
+
+def _write_outputs(spark, out: Path, files, lines, since, until, inputs: int) -> dict:
+    from kcoord.analytics.html import write_report
+
+    events, rebalances, hourly, skips = compute(spark, files, journal_lines=lines, since_ms=parse_time(since),
+                                                until_ms=parse_time(until))
+    events.write.mode("overwrite").parquet(str(out / "events"))
+    rebalances.write.mode("overwrite").parquet(str(out / "rebalances"))
+    hourly.write.mode("overwrite").parquet(str(out / "group_hourly"))
+    summary = summarise(events, rebalances, hourly)
+    summary["skips"] = skips
+    summary["inputs"] = inputs
+    write_report(summary, out / "report.html")
+    return summary
+
+
+def _print_done(summary: dict, out: Path, stream, took: str) -> None:
+    skips = summary["skips"]
+    print(f"[report] {summary['events']} events, {summary['rebalance_count']} rebalances in {summary['groups']} "
+          f"groups; skipped {sum(skips.values())} lines {dict(skips) if skips else ''}; {took}; "
+          f"wrote {out}/{{events,rebalances,group_hourly}} and {out / 'report.html'}", file=stream, flush=True)

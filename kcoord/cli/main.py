@@ -67,6 +67,9 @@ def _serve_parser(sub) -> None:
                         "(default: <data-dir>/journal/events.jsonl when --data-dir is set)")
     p.add_argument("--journal-max-bytes", type=_at_least(1), default=64 * 1024 * 1024,
                    help="rotate the journal at this size (default %(default)s)")
+    p.add_argument("--journal-topic", default=None, metavar="NAME",
+                   help="also append every journal line to topic NAME on this broker (key: group id; "
+                        "created if missing), for `kcoord report --kafka` and any Kafka client (default: off)")
     p.add_argument("--faults", default=None, metavar="FILE",
                    help="fault rules active from start: a JSON or YAML list (see docs/faults.md)")
     p.add_argument("--fault", action="append", default=[], metavar="RULE",
@@ -95,8 +98,19 @@ def _serve_parser(sub) -> None:
 
 def _report_parser(sub) -> None:
     p = sub.add_parser("report", help="rebalance analytics (PySpark) over kcoord journals and Kafka server logs")
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
+    p.add_argument("inputs", nargs="*", metavar="INPUT",
                    help="journal files, Kafka server.log files (.gz too) or directories of them")
+    p.add_argument("--kafka", default=None, metavar="HOST:PORT",
+                   help="read the journal topic --topic from this broker with Spark's Kafka source")
+    p.add_argument("--topic", default=None, metavar="NAME",
+                   help="the journal topic (kcoord serve --journal-topic NAME)")
+    p.add_argument("--follow", action="store_true",
+                   help="keep the tables and report current as the topic grows (Spark structured streaming) "
+                        "until SIGINT/SIGTERM; needs --kafka and --topic, takes no INPUT")
+    p.add_argument("--interval", type=float, default=5.0, metavar="SECONDS",
+                   help="--follow: how often to look for new records (default %(default)s)")
+    p.add_argument("--max-batches", type=_at_least(1), default=None, metavar="N",
+                   help="--follow: stop after N micro-batches with records (default: run until stopped)")
     p.add_argument("--out", required=True, help="output directory (Parquet tables and report.html)")
     p.add_argument("--master", default="local[*]", help="Spark master URL (default %(default)s)")
     p.add_argument("--since", default=None, help="only events at or after this time (ISO 8601, UTC if no zone)")
@@ -153,6 +167,14 @@ def config_from_args(args) -> ServerConfig:
     broker_config.log_warnings(resolved)
     cfg.journal = args.journal
     cfg.journal_max_bytes = args.journal_max_bytes
+    if args.journal_topic is not None:
+        from kcoord.journal import check_journal_topic
+
+        try:
+            check_journal_topic(args.journal_topic)
+        except ValueError as err:
+            raise BadInput(f"invalid --journal-topic {args.journal_topic}: {err}") from None
+        cfg.journal_topic = args.journal_topic
     if args.http:
         cfg.http_host, cfg.http_port = parse_host_port(args.http, default_port=8080)
     if args.faults:
@@ -184,6 +206,73 @@ def _check_files(args) -> None:
                 pass
         except OSError as err:
             raise BadInput(f"cannot read --{dest.replace('_', '-')} {path}: {err.strerror or err}") from None
+
+
+def _check_report_args(args) -> None:
+    """What `kcoord report` can refuse before it starts Spark (seconds of JVM start-up)."""
+    from kcoord.analytics.job import list_inputs, parse_time
+
+    if (args.kafka is None) != (args.topic is None):
+        given, missing = ("--kafka", "--topic") if args.kafka is not None else ("--topic", "--kafka")
+        raise BadInput(f"{given} {args.kafka or args.topic} needs {missing} too")
+    if args.follow and args.kafka is None:
+        raise BadInput("--follow needs --kafka HOST:PORT and --topic NAME")
+    if args.follow and args.inputs:
+        raise BadInput(f"--follow reads only the topic; INPUT {args.inputs[0]} was given too")
+    if not args.follow and args.max_batches is not None:
+        raise BadInput(f"--max-batches {args.max_batches} needs --follow")
+    if args.interval <= 0:
+        raise BadInput(f"--interval {args.interval:g} must be positive")
+    if not args.inputs and args.kafka is None:
+        raise BadInput("nothing to read: give INPUT files or directories, or --kafka HOST:PORT --topic NAME")
+    for flag, value in (("--since", args.since), ("--until", args.until)):
+        try:
+            parse_time(value)
+        except ValueError:
+            raise BadInput(f"{flag} {value} is not an ISO 8601 time") from None
+    try:
+        list_inputs(args.inputs)
+    except FileNotFoundError as err:
+        raise BadInput(str(err)) from None
+    if args.kafka is not None:
+        _check_topic(args.kafka, args.topic)
+
+
+def _check_topic(kafka: str, topic: str) -> None:
+    from kcoord.protocol_client import Admin, ProtocolError
+
+    try:
+        parse_host_port(kafka)
+    except ValueError:
+        raise BadInput(f"--kafka {kafka} is not HOST:PORT") from None
+    try:
+        with Admin(kafka, timeout=10.0) as admin:
+            partitions = admin.topic_partitions(topic)
+    except (OSError, ProtocolError) as err:
+        raise BadInput(f"cannot reach --kafka {kafka}: {getattr(err, 'strerror', None) or err}") from None
+    if partitions is None:
+        raise BadInput(f"--topic {topic}: no such topic on --kafka {kafka} (kcoord serve --journal-topic "
+                       f"{topic} creates it)")
+
+
+def _report(args) -> int:
+    from kcoord.analytics import job
+    from kcoord.testing.spark_kafka import SparkKafkaUnavailable
+
+    try:
+        if not args.follow:
+            return job.run_report(args.inputs, args.out, master=args.master, since=args.since, until=args.until,
+                                  kafka=args.kafka, topic=args.topic)
+        import threading
+
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        return job.run_follow(args.kafka, args.topic, args.out, master=args.master, since=args.since,
+                              until=args.until, interval_s=args.interval, max_batches=args.max_batches, stop=stop)
+    except SparkKafkaUnavailable as err:
+        print(f"kcoord report: Spark's Kafka source is unavailable: {err}", file=sys.stderr, flush=True)
+        return 1
 
 
 def _dest(flag: str) -> str:
@@ -231,9 +320,12 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_serve(cfg))
         return uvloop.run(_serve(cfg))
     if args.command == "report":
-        from kcoord.analytics.job import run_report
-
-        return run_report(args.inputs, args.out, master=args.master, since=args.since, until=args.until)
+        try:
+            _check_report_args(args)
+        except BadInput as err:
+            print(f"kcoord report: {err}", file=sys.stderr, flush=True)
+            return 2
+        return _report(args)
     if args.command == "check":
         from kcoord.conformance import check
 

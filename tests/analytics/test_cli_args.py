@@ -17,3 +17,17 @@ def test_report_arguments():
     assert (args.inputs, args.out, args.master, args.since, args.until) == (
         ["a.log", "dir"], "o", "spark://h:7077", "2025-01-01T00:00:00", "2025-01-02")
     assert build_parser().parse_args(["report", "x", "--out", "o"]).master == "local[*]"
+
+
+def test_serve_journal_topic_reaches_the_config():
+    cfg = config_from_args(build_parser().parse_args(["serve", "--listen", "127.0.0.1:0",
+                                                      "--journal-topic", "kcoord-journal"]))
+    assert cfg.journal_topic == "kcoord-journal"
+    assert config_from_args(build_parser().parse_args(["serve"])).journal_topic is None
+
+
+def test_report_kafka_arguments():
+    args = build_parser().parse_args(["report", "--kafka", "h:9092", "--topic", "j", "--out", "o", "--follow",
+                                      "--max-batches", "3", "--interval", "0.5"])
+    assert (args.inputs, args.kafka, args.topic, args.follow, args.max_batches, args.interval) == (
+        [], "h:9092", "j", True, 3, 0.5)
