@@ -68,7 +68,7 @@ run: $(STAMP)
 # processes, JVM start-up and coordinator timers, so 4 keep a 2-core machine busy.
 # tests/conftest.py groups the tests sharing a JVM and starts the longest first.
 # Serially: `make test PYTEST_ARGS=-n0`; one file: `make test PYTEST_ARGS="-n0 tests/unit"`.
-PYTEST_ARGS ?= -n 4 --dist loadgroup --no-loadscope-reorder
+PYTEST_ARGS ?= -n 4 --dist loadgroup --no-loadscope-reorder --durations=30
 
 test: $(TSTAMP)
 	$(PY) -m pytest -q -p no:cacheprovider --cov=kcoord/coordinator --cov-report=term $(PYTEST_ARGS)
