@@ -1,13 +1,19 @@
 """Idempotent producers whose answers are lost: each retried batch is answered with its first
 base offset and appended once (Kafka's producer state keeps a producer's last five batches
-per partition), so the log holds every record exactly once, in order."""
+per partition), so the log holds every record exactly once, in order.
+
+On kcoord the answers are lost with a `drop_after` fault rule; on both kcoord and the
+reference Kafka with the recording proxy's `drop_after` (kcoord.conformance.recorder),
+which lets the Produce reach the broker and hangs up instead of forwarding its answer."""
 from __future__ import annotations
 
 import uuid
 
 import pytest
 
+from kcoord.conformance.recorder import ProxyThread
 from kcoord.log.partition import AppendError
+from kcoord.testing.brokers import create_topic, read_partition
 from tests.integration.clients import CLIENTS, produce
 from wire import records as R
 
@@ -52,3 +58,37 @@ def test_retried_batches_after_lost_answers_leave_no_duplicate(kcoord_server, cl
     assert all(error == "NONE" for error, _ in answers), answers
     bases = [base for _, base in answers]
     assert len(bases) - len(set(bases)) >= LOST_ANSWERS, answers
+
+
+@pytest.fixture(scope="module")
+def proxies():
+    with ProxyThread() as thread:
+        yield thread
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_lost_produce_answers_through_the_proxy_leave_no_duplicate(broker_any, proxies, client):
+    """The same scenario on kcoord and on the reference Kafka: the proxy lets LOST_ANSWERS
+    Produce requests through and hangs up before their answers reach the producer."""
+    topic = f"idem-proxy-{client}-{uuid.uuid4().hex[:6]}"
+    create_topic(broker_any.bootstrap, topic, 1)
+    proxy = proxies.proxy(broker_any.bootstrap)
+    try:
+        drops = proxy.drop_after("Produce", times=LOST_ANSWERS)
+        produce(client, proxy.bootstrap, topic, COUNT, idempotent=True)
+        assert len(drops.fired) == LOST_ANSWERS
+        exchanges = [e for e in proxy.transcript.sorted() if e["api"] == "Produce"]
+    finally:
+        proxies.close_proxy(proxy)
+    records = read_partition(broker_any.bootstrap, topic, 0)
+    assert [r.value for r in records] == [b"v%d" % i for i in range(COUNT)]
+    assert [r.key for r in records] == [b"k%d" % i for i in range(COUNT)]
+    assert [r.offset for r in records] == list(range(COUNT))
+    # Every answer, the dropped ones too, was a success; each dropped batch was sent again and
+    # answered with the base offset its first attempt got.
+    answers = [p for e in exchanges if e["response"] for t in e["response"]["responses"]
+               for p in t["partition_responses"]]
+    assert all(p["error_code"] == 0 for p in answers), answers
+    assert sum(1 for e in exchanges if e.get("dropped")) == LOST_ANSWERS
+    bases = [p["base_offset"] for p in answers]
+    assert len(bases) - len(set(bases)) >= LOST_ANSWERS, bases
