@@ -37,7 +37,7 @@ settings.load_profile("kcoord")
 # VM while another suite ran beside it (2026-11-23); CPU-bound tests stretch most then.
 ESTIMATES = {
     "reference-kafka": 765,       # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
-                                  # idempotent producers through the dropping proxy (~20 s),
+                                  # idempotent producers through the dropping proxy (~20 s), dynamic broker configs (~5 s),
                                   # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s)
     "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
     "differential-delay3000": 250,
