@@ -12,6 +12,7 @@ from kcoord.admin.http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
 from kcoord.coordinator import build_coordinator
+from kcoord.dynamic_broker_config import DynamicBrokerConfigs
 from kcoord.journal import Journal, JournalTopic, journal_path
 from kcoord.log.consumer_offsets import OffsetsTopic
 from kcoord.admin.metrics import Metrics
@@ -24,6 +25,10 @@ class Kcoord:
     def __init__(self, config: ServerConfig | None = None, clock=None):
         self.config = config or ServerConfig()
         self.broker = Broker(self.config)
+        # Dynamic broker configs (AlterConfigs on a BROKER resource) kept in the data dir are put
+        # back first: they override the static values everything below starts from.
+        self.broker.dynamic_configs = DynamicBrokerConfigs(self.config, self.config.data_dir)
+        self.broker.dynamic_configs.load()
         self.coordinator = build_coordinator(self.config, self.broker.topics, clock)
         self.broker.coordinator = self.coordinator
         # The coordinator's records go to __consumer_offsets (and, with a data dir, to disk
@@ -42,6 +47,7 @@ class Kcoord:
         self.broker.users = security.pop("users")
         self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
                                   self.config.max_frame_bytes, **security)
+        self.broker.dynamic_configs.listeners.append(self._dynamic_configs_changed)
         self.broker.authorizer = self.server.acls
         self.storage = None
         # Features add their routes here before start().
@@ -54,6 +60,10 @@ class Kcoord:
         if self.http is not None:
             admin_routes.install(self)
         self.faults = install_faults(self)
+
+    def _dynamic_configs_changed(self, cfg) -> None:
+        limits = self.server.limits
+        limits.max_connections, limits.max_connections_per_ip = cfg.max_connections, cfg.max_connections_per_ip
 
     async def start(self) -> tuple[str, int]:
         if self.config.data_dir is not None:

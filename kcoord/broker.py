@@ -18,6 +18,8 @@ class Broker:
         self.authorizer = None   # kcoord.security.acls.Authorizer when ACLs are on
         # kcoord.log.consumer_offsets.OffsetsTopic: __consumer_offsets, created on first use.
         self.offsets_topic = None
+        # kcoord.dynamic_broker_config.DynamicBrokerConfigs, set by the app.
+        self.dynamic_configs = None
 
     @property
     def node_id(self) -> int:

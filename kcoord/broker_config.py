@@ -468,20 +468,36 @@ def check_consistency(cfg) -> None:
 
 # --- DescribeConfigs -------------------------------------------------------------------------
 
-def describe(cfg, keys=None, include_synonyms: bool = False, include_documentation: bool = False) -> list[dict]:
+def describe(cfg, keys=None, include_synonyms: bool = False, include_documentation: bool = False,
+             dynamic=None) -> list[dict]:
     """DescribeConfigs entries for this broker, built as Kafka's ConfigHelper builds them: the source is
-    the first synonym (static file value, else default), read_only is "not dynamically alterable"."""
-    names = [c.name for c in TABLE] if keys is None else [k for k in keys if k in BY_NAME]
+    the first synonym (dynamic value, dynamic default, static file value, else default), read_only is
+    "not dynamically alterable". `dynamic`: kcoord.dynamic_broker_config.DynamicBrokerConfigs."""
+    unknown = dynamic.unknown(dynamic.node) if dynamic is not None else []
+    names = [c.name for c in TABLE] + unknown if keys is None else [k for k in keys if k in BY_NAME or k in unknown]
     entries = []
     for name in names:
-        entry = BY_NAME[name]
-        value = entry.to_string(entry.value(cfg))
+        entry = BY_NAME.get(name)
+        if entry is None:  # a name Kafka does not know, set dynamically: its value is not shown
+            synonyms = [{"name": name, "value": None, "source": s["source"]} for s in dynamic.synonyms(name)]
+            entries.append({"name": name, "value": None, "read_only": True, "config_source": synonyms[0]["source"],
+                            "is_default": False, "is_sensitive": False,
+                            "synonyms": synonyms if include_synonyms else [], "config_type": CONFIG_TYPE_CODES["string"],
+                            "documentation": None})
+            continue
+        dynamic_synonyms = dynamic.synonyms(name) if dynamic is not None else []
+        if dynamic is not None and name in dynamic.static:
+            value = entry.to_string(dynamic.static[name])
+        else:
+            value = entry.to_string(entry.value(cfg))
         # A value set on ServerConfig in code (the pytest plugin) has no file behind it, yet is not the default.
         static = name in cfg.static_broker_configs or value != entry.default
-        synonyms = [{"name": name, "value": value, "source": STATIC_BROKER_CONFIG}] if static else []
+        synonyms = dynamic_synonyms + ([{"name": name, "value": value, "source": STATIC_BROKER_CONFIG}] if static else [])
         if entry.default is not None:
             synonyms.append({"name": name, "value": entry.default, "source": DEFAULT_CONFIG})
         source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
+        if synonyms:
+            value = synonyms[0]["value"]
         entries.append({
             "name": name, "value": value, "read_only": not entry.dynamic, "config_source": source,
             "is_default": source == DEFAULT_CONFIG, "is_sensitive": False,
@@ -489,4 +505,23 @@ def describe(cfg, keys=None, include_synonyms: bool = False, include_documentati
             "config_type": entry.config_type,
             "documentation": entry.doc if include_documentation else None,
         })
+    return entries
+
+
+def describe_default(dynamic, keys=None, include_synonyms: bool = False, include_documentation: bool = False) -> list[dict]:
+    """DescribeConfigs of the cluster-wide default resource "": only the dynamic defaults, as Kafka lists them."""
+    layer = dynamic.default if dynamic is not None else {}
+    names = [n for n in [c.name for c in TABLE] + dynamic.unknown(layer) if n in layer] if dynamic is not None else []
+    if keys is not None:
+        names = [n for n in names if n in keys]
+    entries = []
+    for name in names:
+        entry = BY_NAME.get(name)
+        value = layer[name] if entry is not None else None
+        synonym = {"name": name, "value": value, "source": 3}
+        entries.append({"name": name, "value": value, "read_only": entry is None or not entry.dynamic,
+                        "config_source": 3, "is_default": False, "is_sensitive": False,
+                        "synonyms": [synonym] if include_synonyms else [],
+                        "config_type": entry.config_type if entry else CONFIG_TYPE_CODES["string"],
+                        "documentation": entry.doc if entry is not None and include_documentation else None})
     return entries

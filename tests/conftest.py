@@ -36,7 +36,8 @@ settings.load_profile("kcoord")
 # Seconds a unit (a test, by nodeid prefix, or a group) took in a `-n 4` run on the 2-core
 # VM while another suite ran beside it (2026-11-23); CPU-bound tests stretch most then.
 ESTIMATES = {
-    "reference-kafka": 745,       # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
+    "reference-kafka": 765,       # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
+                                  # idempotent producers through the dropping proxy (~20 s), dynamic broker configs (~5 s),
                                   # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s)
     "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
     "differential-delay3000": 250,

@@ -1,16 +1,19 @@
 """What AlterConfigs and IncrementalAlterConfigs share: one answer per resource, topics
 changed through the topic store (recorded before they take effect), broker resources
-refused (kcoord's broker configs are fixed at start: docs/deviations.md)."""
+through the dynamic broker configs (kcoord.dynamic_broker_config)."""
 from typing import Callable
 
+from kcoord.dynamic_broker_config import BrokerConfigChangeError
 from kcoord.log.configs import TopicConfigError
 from wire.errors import ErrorCode
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
 
-def change_configs(ctx, req, new_configs: Callable[[dict[str, str], object], dict[str, str]]) -> dict:
-    """`new_configs(current, resource)` gives a topic's configs after the request's change to it."""
+def change_configs(ctx, req, new_configs: Callable[[dict[str, str], object], dict[str, str]],
+                   new_broker_configs: Callable[[object, object], dict[str, str]]) -> dict:
+    """`new_configs(current, resource)` gives a topic's configs after the request's change to it,
+    `new_broker_configs(dynamic, resource)` a broker resource's dynamic configs (validated)."""
     store = ctx.broker.topics
     responses = []
     for res in req.resources:
@@ -30,8 +33,18 @@ def change_configs(ctx, req, new_configs: Callable[[dict[str, str], object], dic
                     if not req.validate_only:
                         store.set_configs(topic.name, configs)
         elif res.resource_type == BROKER_RESOURCE:
-            r["error_code"] = ErrorCode.INVALID_REQUEST
-            r["error_message"] = "kcoord's broker configs are set at start (--config, --config-file), not at run time"
+            dynamic = ctx.broker.dynamic_configs
+            try:
+                configs = new_broker_configs(dynamic, res)
+            except BrokerConfigChangeError as err:
+                r["error_code"], r["error_message"] = ErrorCode[err.code_name], str(err)
+            else:
+                if not req.validate_only:
+                    try:
+                        dynamic.replace(res.resource_name, configs)
+                    except OSError as err:
+                        r["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                        r["error_message"] = f"writing the broker configs to the data dir failed: {err}"
         else:
             r["error_code"] = ErrorCode.INVALID_REQUEST
             r["error_message"] = f"resource type {res.resource_type} is not supported"

@@ -31,16 +31,19 @@ async def describe_configs(ctx, req):
                 sources = {k: _DYNAMIC_TOPIC if k in topic.configs else _DEFAULT for k in values}
                 r["configs"] = _entries(values, sources, res.configuration_keys)
         elif res.resource_type == BROKER_RESOURCE:
+            dynamic = getattr(ctx.broker, "dynamic_configs", None)
             if res.resource_name == "":
-                # The cluster-wide default resource: Kafka lists only dynamic defaults there, and kcoord has none.
-                pass
+                # The cluster-wide default resource: Kafka lists only the dynamic defaults there.
+                r["configs"] = broker_config.describe_default(
+                    dynamic, res.configuration_keys, include_synonyms=req.get("include_synonyms", False),
+                    include_documentation=req.get("include_documentation", False))
             elif res.resource_name != str(ctx.broker.node_id):
                 r["error_code"] = ErrorCode.INVALID_REQUEST
                 r["error_message"] = f"unexpected broker id {res.resource_name}"
             else:
                 r["configs"] = broker_config.describe(
                     ctx.broker.config, res.configuration_keys, include_synonyms=req.get("include_synonyms", False),
-                    include_documentation=req.get("include_documentation", False))
+                    include_documentation=req.get("include_documentation", False), dynamic=dynamic)
         else:
             r["error_code"] = ErrorCode.INVALID_REQUEST
             r["error_message"] = f"resource type {res.resource_type} is not supported"

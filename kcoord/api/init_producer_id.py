@@ -12,11 +12,9 @@ async def init_producer_id(ctx, req):
         # Transactions are outside kcoord's scope; say so instead of pretending.
         return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                 "producer_id": -1, "producer_epoch": -1}
-    pid, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
-    if pid >= 0 and epoch >= 0:
-        # A producer bumping its epoch after a failure keeps its id (KIP-360).
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": pid,
-                "producer_epoch": (epoch + 1) & 0x7FFF}
+    # Without a transactional id Kafka's TransactionCoordinator hands out a new id at epoch 0
+    # whatever id and epoch the request names (KIP-360's bump-and-keep is for transactional
+    # producers; an idempotent one bumps its epoch itself): the reference Kafka 4.3.1 does.
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": next(_producer_ids),
             "producer_epoch": 0}
 
@@ -24,4 +22,4 @@ async def init_producer_id(ctx, req):
 DESCRIPTOR = ApiDescriptor(
     ApiKey.INIT_PRODUCER_ID, 0, 5, init_producer_id,
     "idempotent producers; a transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-    version_notes={3: "a producer bumps its epoch and keeps its id (KIP-360)"})
+    version_notes={3: "an id and epoch named without a transactional id get a new id at epoch 0, as from Kafka"})

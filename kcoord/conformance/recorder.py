@@ -15,6 +15,11 @@ A transcript line:
 
 A frame that does not decode is still forwarded unchanged; its exchange carries
 `request_error`/`response_error` and the frame's length instead of its fields.
+
+Lost answers on demand: `proxy.drop_after("Produce", times=3)` lets the next three
+Produce requests through to the broker and then closes the client's connection
+instead of returning their answers (kcoord's `drop_after` fault rule, for any broker).
+The answer the client never got is still in the transcript, marked `"dropped": true`.
 """
 from __future__ import annotations
 
@@ -130,6 +135,31 @@ def rewrite_addresses(api_key: int, body: dict, host: str, port: int) -> bool:
     return changed
 
 
+class DropAfter:
+    """Forward a matching request, then hang up instead of returning its answer, `times` times."""
+
+    def __init__(self, api_key: int, times: int = 1):
+        self.api_key, self.remaining = api_key, times
+        self.fired: list[dict] = []  # the answer each drop kept from the client: conn, seq, correlation id
+        self._lock = threading.Lock()
+
+    def take(self, api_key: int) -> bool:
+        with self._lock:
+            if api_key != self.api_key or self.remaining <= 0:
+                return False
+            self.remaining -= 1
+            return True
+
+
+def _api_key(api: int | str) -> int:
+    if isinstance(api, int):
+        return api
+    by_name = {name: key for key, name in api_keys().items()}
+    if api not in by_name:
+        raise ValueError(f"unknown api {api!r}")
+    return by_name[api]
+
+
 class _Pending:
     __slots__ = ("seq", "t_ms", "api_key", "version", "client_id", "request", "error", "length")
 
@@ -153,6 +183,14 @@ class RecordingProxy:
         self._start = time.monotonic()
         self._tasks: set[asyncio.Task] = set()
         self.address: tuple[str, int] | None = None
+        self.drops: list[DropAfter] = []
+
+    def drop_after(self, api: int | str, times: int = 1) -> DropAfter:
+        """The next `times` requests of `api` reach the broker, and then their connection closes
+        without their answers; `.fired` on the result lists the answers kept back."""
+        rule = DropAfter(_api_key(api), times)
+        self.drops.append(rule)
+        return rule
 
     @property
     def bootstrap(self) -> str:
@@ -212,7 +250,8 @@ class RecordingProxy:
 
     async def _pump(self, conn, side: str, reader, writer, note) -> None:
         """Forward frames from `side` until it closes; `note` records each one and returns
-        the bytes to send on (the frame itself, or a response with rewritten addresses)."""
+        the bytes to send on (the frame itself, or a response with rewritten addresses), or
+        None to hang up instead (a drop_after rule)."""
         while True:
             try:
                 payload = await read_frame(reader)
@@ -221,7 +260,10 @@ class RecordingProxy:
                 return
             if payload is None:
                 return
-            writer.write(encode_frame(note(payload)))
+            out = note(payload)
+            if out is None:
+                return
+            writer.write(encode_frame(out))
             await writer.drain()
 
     def _note_request(self, conn, payload: bytes, pending) -> bytes:
@@ -250,7 +292,7 @@ class RecordingProxy:
             pending[corr] = entry
         return payload
 
-    def _note_response(self, conn, payload: bytes, pending) -> bytes:
+    def _note_response(self, conn, payload: bytes, pending) -> bytes | None:
         corr = struct.unpack_from(">i", payload)[0] if len(payload) >= 4 else None
         entry = pending.pop(corr, None)
         if entry is None:
@@ -278,11 +320,18 @@ class RecordingProxy:
                     out = payload
             self._emit(conn, entry, upstream_body, corr=corr)
             return out
+        rule = next((d for d in self.drops if d.take(entry.api_key)), None)
+        if rule is not None:
+            rule.fired.append({"conn": conn, "seq": entry.seq, "correlation_id": corr})
+            log.info("connection %d: dropping the answer to %s (correlation id %s)",
+                     conn, api_name(entry.api_key), corr)
+            self._emit(conn, entry, jsonable(body), corr=corr, dropped=True)
+            return None
         self._emit(conn, entry, jsonable(body), corr=corr)
         return out
 
     def _emit(self, conn, entry: _Pending, response, corr=None, no_response=False,
-              response_error=None, response_len=None) -> None:
+              response_error=None, response_len=None, dropped=False) -> None:
         ex = {"conn": conn, "seq": entry.seq, "t_ms": entry.t_ms, "client_id": entry.client_id,
               "api": api_name(entry.api_key) if entry.api_key is not None else None,
               "api_key": entry.api_key, "version": entry.version, "correlation_id": corr,
@@ -296,6 +345,8 @@ class RecordingProxy:
             ex["response_len"] = response_len
         if no_response:
             ex["no_response"] = True
+        if dropped:
+            ex["dropped"] = True
         self.transcript.add(ex)
 
 

@@ -4,6 +4,7 @@ them runs unchanged against kcoord and against the reference Apache Kafka.
     wait_group(bootstrap, "g", state="Stable", members=2)   # polls DescribeGroups
     create_topic(bootstrap, "t", 12)                        # CreateTopics
     committed(bootstrap, "g") / end_offsets(bootstrap, "t") # OffsetFetch / ListOffsets
+    read_partition(bootstrap, "t", 0)                       # Fetch: every record, in offset order
 
 `KafkaHandle` gives a Kafka (reference or external) the surface of the kcoord_server
 fixture's handle that does not need kcoord's insides: `bootstrap`, `wait_for`, `committed`.
@@ -117,6 +118,37 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
     with Admin(bootstrap) as admin:
         ends = admin.log_end_offsets([(topic, p) for p in partitions(bootstrap, topic)])
     return {p: off for (_, p), off in ends.items()}
+
+
+def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> list:
+    """Every record of the partition up to its high watermark, in offset order, from Fetch
+    (wire.records.Record: offset, key, value, ...)."""
+    from kcoord.protocol_client import Connection, ProtocolError
+    from wire import records as R
+    from wire.errors import ErrorCode
+
+    got: list = []
+    offset = 0
+    with Connection.to(bootstrap, timeout) as conn:
+        while True:
+            answer = conn.call(1, 11, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 22,
+                                       "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
+                                           {"topic": topic, "partitions": [{
+                                               "partition": partition, "fetch_offset": offset, "log_start_offset": -1,
+                                               "partition_max_bytes": 1 << 22, "current_leader_epoch": -1}]}],
+                                       "forgotten_topics_data": [], "rack_id": ""})
+            part = answer.responses[0].partitions[0]
+            if part.error_code:
+                raise ProtocolError(f"Fetch {topic}-{partition} at {offset}: {ErrorCode(part.error_code).name}")
+            for batch in R.iter_batches(part.records or b""):
+                got += [r for r in batch.records() if r.offset >= offset]
+            if got:
+                offset = got[-1].offset + 1
+            if offset >= part.high_watermark:
+                return got
+            if not part.records:
+                raise ProtocolError(f"Fetch {topic}-{partition} at {offset}: no records below the high "
+                                    f"watermark {part.high_watermark}")
 
 
 def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
