@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
 
-from kcoord.api import GroupBatch, GroupOperation, registry
+from kcoord.api import GroupBatch, GroupOperation, TopicOperation, registry
 from wire.errors import ErrorCode
 from wire.types import Message
 
@@ -302,6 +302,26 @@ class Authorizer:
     def allowed(self, principal: str, operation: str, group: str, host: str = "*") -> bool:
         return self.allowed_on("Group", group, principal, operation, host)
 
+    def allowed_by_type(self, resource_type: int, principal: str, operation: int, host: str = "*") -> bool:
+        """Kafka's authorizeByResourceType: whether some ALLOW for `operation` (or All) on a
+        resource of the type speaks for the principal without a DENY covering it."""
+        if principal in self.super_users:
+            return True
+        def mine(acl, permission):
+            return (acl.resource_type == resource_type and acl.permission == permission
+                    and acl.principal in (principal, "User:*") and acl.host in (host, WILDCARD)
+                    and acl.operation in (operation, Operation.ALL))
+        denies = [a for a in self.acls if mine(a, Permission.DENY)]
+        if any(d.pattern_type == PatternType.LITERAL and d.name == WILDCARD for d in denies):
+            return False
+        for allow in (a for a in self.acls if mine(a, Permission.ALLOW)):
+            covered = any(d.pattern_type == PatternType.PREFIXED and allow.name.startswith(d.name)
+                          or (d.pattern_type == allow.pattern_type == PatternType.LITERAL and d.name == allow.name)
+                          for d in denies)
+            if not covered:
+                return True
+        return False
+
     # --- CreateAcls, DescribeAcls, DeleteAcls ---------------------------------------------
 
     def describe(self, flt: AclFilter) -> list[Acl]:
@@ -375,6 +395,42 @@ class Authorizer:
 
 
 GroupAcls = Authorizer  # its name while it knew groups only
+
+
+class TopicGate:
+    """Which topics a request may act on: `gate(name)` is true where the principal has the
+    operation on the topic (always without an authorizer). Decisions are kept for the
+    request, so a topic named with many partitions is decided once."""
+
+    def __init__(self, ctx, operation: str, cluster_wide: bool = False):
+        self.authorizer = ctx.broker.authorizer
+        self.operation = operation
+        self.principal = principal_of(ctx.connection) if self.authorizer is not None else None
+        self.host = ctx.connection.host
+        # Kafka's CreateTopics and auto-creation: Create on the cluster allows every topic.
+        self.everything = self.authorizer is None or (cluster_wide and cluster_allowed(ctx, "Create"))
+        self._decided: dict[str, bool] = {}
+
+    def __call__(self, name: str | None) -> bool:
+        if self.everything:
+            return True
+        if name is None:
+            return False
+        if name not in self._decided:
+            self._decided[name] = self.authorizer.allowed_on("Topic", name, self.principal, self.operation,
+                                                             self.host)
+        return self._decided[name]
+
+
+def topic_gate(ctx, operation: "TopicOperation | str | None" = None) -> TopicGate:
+    """The gate for the request's topics: the operation of its API's descriptor (`topic_acl`),
+    or the one given."""
+    acl = registry()[ctx.api_key].topic_acl
+    if operation is None:
+        if acl is None:
+            raise ValueError(f"api {ctx.api_key} has no topic ACL")
+        return TopicGate(ctx, acl.operation, acl.cluster_wide)
+    return TopicGate(ctx, str(operation), str(operation) == TopicOperation.CREATE)
 
 
 def cluster_allowed(ctx, operation: str) -> bool:
