@@ -1,5 +1,5 @@
 """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on a topic's configs."""
-from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.api._topic_config_changes import change_configs
 from kcoord.log.configs import altered
 
@@ -13,4 +13,4 @@ DESCRIPTOR = ApiDescriptor(
     ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs,
     "topic configs, checked as Kafka checks them (name, type, allowed values); broker configs are "
     "fixed at start",
-    version_notes={1: "flexible versions"})
+    version_notes={1: "flexible versions"}, topic_acl=TopicAcl(TopicOperation.ALTER_CONFIGS))
