@@ -5,12 +5,13 @@ Off unless `--group-acls FILE` or `--acls` is given; then anything not allowed i
 (Kafka's `allow.everyone.if.no.acl.found=false`), except for the super users
 (`--super-users`), who may do everything. ACLs come from two places:
 
-* the rules file of `--group-acls`, one group rule per line:
+* the rules file of `--group-acls`, one group or topic rule per line:
 
-      # principal      operation   group id (exact, a prefix ending in *, or * for all)
+      # principal      operation   group id, or Topic:name (exact, a prefix ending in *, or * for all)
       User:alice       Read        orders
       User:alice       Read        reports-*
       User:*           Describe    *
+      User:alice       Read        Topic:orders-*
 
 * CreateAcls and DeleteAcls at run time (Kafka's `kafka-acls`), on groups, topics and the
   cluster, literal or prefixed, ALLOW or DENY, for a principal and a host. With a data dir
@@ -23,7 +24,9 @@ any ALLOW; an ALLOW for Read, Write, Delete or Alter also allows Describe, and o
 AlterConfigs allows DescribeConfigs (never so for DENY); All is every operation. Which
 group operation an API needs is its descriptor's `group_acl` (kcoord.api); ListGroups,
 needing Describe, shows only the groups the principal may describe. A denied group gets
-GROUP_AUTHORIZATION_FAILED (30): batched requests answer each group on its own.
+GROUP_AUTHORIZATION_FAILED (30): batched requests answer each group on its own. Which topic
+operation an API needs is its descriptor's `topic_acl`; the handlers ask `topic_gate` per topic
+and answer a denied one TOPIC_AUTHORIZATION_FAILED (29) where Kafka does (see docs/security.md).
 """
 from __future__ import annotations
 
@@ -104,6 +107,8 @@ _IMPLIES = {Operation.DESCRIBE: {Operation.DESCRIBE, Operation.READ, Operation.W
                                  Operation.ALTER},
             Operation.DESCRIBE_CONFIGS: {Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS}}
 GROUP_OPERATIONS = tuple(GroupOperation)
+TOPIC_OPERATIONS = tuple(TopicOperation) + ("All",)
+TOPIC_PREFIX = "Topic:"
 
 
 class AclFileError(ValueError):
@@ -224,14 +229,14 @@ def principal_of(connection) -> str:
     return f"User:{name}" if name else ANONYMOUS
 
 
-def _file_acl(principal: str, operation: str, group: str) -> Acl:
+def _file_acl(principal: str, operation: str, group: str, resource: int = ResourceType.GROUP) -> Acl:
     if group == WILDCARD:
         name, pattern = WILDCARD, PatternType.LITERAL
     elif group.endswith("*"):
         name, pattern = group[:-1], PatternType.PREFIXED
     else:
         name, pattern = group, PatternType.LITERAL
-    return Acl(ResourceType.GROUP, name, pattern, principal, WILDCARD, Operation.named(operation), Permission.ALLOW)
+    return Acl(resource, name, pattern, principal, WILDCARD, Operation.named(operation), Permission.ALLOW)
 
 
 class Authorizer:
@@ -266,11 +271,15 @@ class Authorizer:
             principal, operation, group = fields
             if not principal.startswith("User:") or principal == "User:":
                 raise AclFileError(f"{path}:{number}: a principal is User:<name> or User:*, not {principal!r}")
-            canonical = {o.lower(): o for o in GROUP_OPERATIONS}.get(operation.lower())
+            # A topic rule names its resource `Topic:<name>`; anything else is a group.
+            resource, operations = ResourceType.GROUP, GROUP_OPERATIONS
+            if group.startswith(TOPIC_PREFIX) and group != TOPIC_PREFIX:
+                resource, operations, group = ResourceType.TOPIC, TOPIC_OPERATIONS, group[len(TOPIC_PREFIX):]
+            canonical = {o.lower(): o for o in operations}.get(operation.lower())
             if canonical is None:
                 raise AclFileError(f"{path}:{number}: operation {operation!r} is not one of "
-                                   f"{', '.join(GROUP_OPERATIONS)}")
-            rules.append(_file_acl(principal, canonical, group))
+                                   f"{', '.join(operations)}")
+            rules.append(_file_acl(principal, canonical, group, resource))
         return cls(rules, super_users, data_dir)
 
     # --- deciding -------------------------------------------------------------------------
