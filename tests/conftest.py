@@ -43,7 +43,7 @@ ESTIMATES = {
     "differential-delay3000": 250,
     "spark": 330,                 # Spark start-up, journal scenarios with real clients, four reports, a follow run
     "spark-source": 180,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
-    "acl-kafka": 60,              # tests/integration/test_acl_scram_admin.py: a reference Kafka with an authorizer
+    "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
     "tests/integration/test_group_lifecycle.py::test_a_million_unknown_group_ids_leave_nothing_behind": 425,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,

@@ -3,7 +3,7 @@
 Every served Kafka API has one module here, named after its `ApiKey` (JOIN_GROUP
 -> join_group.py), defining `DESCRIPTOR`: the one place that says which versions
 kcoord serves, what changes between them, which groups a request names, what the
-group ACLs check, and the response that fails a whole request. The server,
+group and topic ACLs check, and the response that fails a whole request. The server,
 ApiVersions, fault rules, ACLs and the README's served-API table
 (`python -m kcoord.api.table`) all read `registry()`, so a client never sees an
 API advertised that is not implemented, and no fact about an API is kept twice.
@@ -97,6 +97,32 @@ class GroupOperation(enum.StrEnum):
     ALL = "All"
 
 
+class TopicOperation(enum.StrEnum):
+    """Operations on Kafka's TOPIC resource, as its authorizer names them."""
+
+    READ = "Read"
+    WRITE = "Write"
+    CREATE = "Create"
+    DELETE = "Delete"
+    ALTER = "Alter"
+    DESCRIBE = "Describe"
+    DESCRIBE_CONFIGS = "DescribeConfigs"
+    ALTER_CONFIGS = "AlterConfigs"
+
+
+@dataclass(frozen=True)
+class TopicAcl:
+    """What kcoord's topic ACLs check for an API (kcoord.security.acls.topic_gate): the
+    operation each topic the request names needs. A denied topic is answered as Kafka
+    answers it, by the handler (TOPIC_AUTHORIZATION_FAILED per partition or per topic,
+    left out of an all-topics answer)."""
+
+    operation: TopicOperation
+    # Create on the CLUSTER resource allows the operation on every topic (Kafka's
+    # CreateTopics and Metadata's auto-creation ask the cluster first).
+    cluster_wide: bool = False
+
+
 @dataclass
 class RequestContext:
     broker: object            # kcoord.broker.Broker
@@ -175,6 +201,7 @@ class ApiDescriptor:
     version_notes: dict[int, str] = field(default_factory=dict)
     groups: GroupsFn | None = None                # None: the API names no group
     group_acl: GroupAcl | None = None             # None: no group ACL applies
+    topic_acl: TopicAcl | None = None             # None: no topic ACL applies
     # The body Kafka sends when a request fails as a whole, unless it names a GroupBatch
     # (then every group gets the error); None: a top-level error code.
     error_response: ErrorResponseFn | None = None

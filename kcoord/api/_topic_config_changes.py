@@ -5,6 +5,7 @@ from typing import Callable
 
 from kcoord.dynamic_broker_config import BrokerConfigChangeError
 from kcoord.log.configs import TopicConfigError
+from kcoord.security.acls import cluster_allowed, topic_gate
 from wire.errors import ErrorCode
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
@@ -16,10 +17,15 @@ def change_configs(ctx, req, new_configs: Callable[[dict[str, str], object], dic
     `new_broker_configs(dynamic, resource)` a broker resource's dynamic configs (validated)."""
     store = ctx.broker.topics
     responses = []
+    may_alter = topic_gate(ctx)  # AlterConfigs on each topic, the descriptor's topic_acl
     for res in req.resources:
         r = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": res.resource_type,
              "resource_name": res.resource_name}
-        if res.resource_type == TOPIC_RESOURCE:
+        if res.resource_type == TOPIC_RESOURCE and not may_alter(res.resource_name):
+            r["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # without a message, as Kafka
+        elif res.resource_type == BROKER_RESOURCE and not cluster_allowed(ctx, "AlterConfigs"):
+            r["error_code"] = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        elif res.resource_type == TOPIC_RESOURCE:
             topic = store.get(res.resource_name)
             if topic is None:
                 r["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -1,7 +1,8 @@
 """CreatePartitions: a topic grows; consumers notice through their metadata refresh and
 rebalance, as on Kafka (the coordinator itself is not told)."""
-from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.log.topics import TopicError
+from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 
@@ -34,11 +35,15 @@ async def create_partitions(ctx, req):
     duplicated = list(dict.fromkeys(n for n in names if names.count(n) > 1))
     results = [{"name": n, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Duplicate topic name."}
                for n in duplicated]
-    results += [_grow(ctx, t, req.validate_only) for t in req.topics if t.name not in duplicated]
+    may_alter = topic_gate(ctx)
+    results += [_grow(ctx, t, req.validate_only) if may_alter(t.name) else
+                {"name": t.name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                 "error_message": "Topic authorization failed."}
+                for t in req.topics if t.name not in duplicated]
     return {"throttle_time_ms": 0, "results": results}
 
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions,
     "a topic grows (validate-only too); assignments may name only this broker",
-    version_notes={2: "flexible versions"})
+    version_notes={2: "flexible versions"}, topic_acl=TopicAcl(TopicOperation.ALTER))

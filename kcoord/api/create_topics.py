@@ -1,7 +1,8 @@
 """CreateTopics: in-memory topics on this one broker."""
-from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.log.configs import TOPIC_DEFAULTS
 from kcoord.log.topics import TopicError
+from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 
@@ -44,11 +45,25 @@ def _create_one(ctx, t, validate_only):
 
 
 async def create_topics(ctx, req):
-    topics = [_create_one(ctx, t, req.validate_only) for t in req.topics]
+    may_create = topic_gate(ctx)
+    may_describe_configs = topic_gate(ctx, TopicOperation.DESCRIBE_CONFIGS)
+    topics = []
+    for t in req.topics:
+        if not may_create(t.name):
+            continue
+        created = _create_one(ctx, t, req.validate_only)
+        if created["error_code"] == ErrorCode.NONE and not may_describe_configs(t.name):
+            # As Kafka's controller: the configs are shown only with DescribeConfigs on the topic.
+            created = {**created, "configs": [], "topic_config_error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+        topics.append(created)
+    # Kafka's ControllerApis answers the topics it may not create after the others.
+    topics += [{"name": t.name, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                "error_message": "Authorization failed."} for t in req.topics if not may_create(t.name)]
     return {"throttle_time_ms": 0, "topics": topics}
 
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.CREATE_TOPICS, 2, 7, create_topics,
     "one broker: replication factor 1; no manual assignments",
+    topic_acl=TopicAcl(TopicOperation.CREATE, cluster_wide=True),
     version_notes={5: "the created topic's configs in the response", 7: "topic ids in the response"})

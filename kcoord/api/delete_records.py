@@ -1,6 +1,7 @@
 """DeleteRecords: a partition's log start offset moves up; fetches below it answer
 OFFSET_OUT_OF_RANGE and ListOffsets' earliest is the new start."""
-from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
+from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 HIGH_WATERMARK = -1  # delete everything produced so far
@@ -16,11 +17,14 @@ def _delete(partition, offset: int) -> tuple[ErrorCode, int]:
 async def delete_records(ctx, req):
     store = ctx.broker.topics
     topics = []
+    may_delete = topic_gate(ctx)
     for t in req.topics:
         results = []
         for p in t.partitions:
             partition = store.partition(t.name, p.partition_index)
-            if partition is None:
+            if not may_delete(t.name):
+                error, low = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1
+            elif partition is None:
                 error, low = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
             elif store.get(t.name).internal:  # as Kafka: internal topics keep their records
                 error, low = ErrorCode.INVALID_TOPIC_EXCEPTION, -1
@@ -34,4 +38,4 @@ async def delete_records(ctx, req):
 DESCRIPTOR = ApiDescriptor(
     ApiKey.DELETE_RECORDS, 0, 2, delete_records,
     "the log start offset moves (-1: to the high watermark); whole batches below it are dropped",
-    version_notes={2: "flexible versions"})
+    version_notes={2: "flexible versions"}, topic_acl=TopicAcl(TopicOperation.DELETE))

@@ -1,7 +1,8 @@
 """DescribeConfigs: topic configs, and this broker's."""
 from kcoord import broker_config
-from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.log.configs import TOPIC_DEFAULTS, config_type
+from kcoord.security.acls import cluster_allowed, topic_gate
 from wire.errors import ErrorCode
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
@@ -18,10 +19,16 @@ def _entries(values: dict[str, str], sources: dict[str, int], keys):
 
 async def describe_configs(ctx, req):
     results = []
+    may_describe = topic_gate(ctx)
     for res in req.resources:
         r = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": res.resource_type,
              "resource_name": res.resource_name, "configs": []}
-        if res.resource_type == TOPIC_RESOURCE:
+        if res.resource_type == TOPIC_RESOURCE and not may_describe(res.resource_name):
+            r["error_code"], r["error_message"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+        elif res.resource_type == BROKER_RESOURCE and not cluster_allowed(ctx, "DescribeConfigs"):
+            r["error_code"], r["error_message"] = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                                   "Cluster authorization failed.")
+        elif res.resource_type == TOPIC_RESOURCE:
             topic = ctx.broker.topics.get(res.resource_name)
             if topic is None:
                 r["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -54,4 +61,4 @@ async def describe_configs(ctx, req):
 DESCRIPTOR = ApiDescriptor(
     ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs,
     "topics (their own and default configs) and this broker; other resources get INVALID_REQUEST",
-    version_notes={3: "documentation on request"})
+    version_notes={3: "documentation on request"}, topic_acl=TopicAcl(TopicOperation.DESCRIBE_CONFIGS))

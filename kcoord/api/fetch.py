@@ -7,12 +7,14 @@ offset equals the high watermark.
 """
 import asyncio
 
-from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
+from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 
 def _collect(ctx, req):
     store = ctx.broker.topics
+    may_read = topic_gate(ctx)
     budget = req.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     total = 0
     responses = []
@@ -25,7 +27,9 @@ def _collect(ctx, req):
                  "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
                  "preferred_read_replica": -1, "records": None}
             partition = None if topic is None else store.partition(topic.name, p.partition)
-            if partition is None:
+            if (topic is not None or name is not None) and not may_read(name if topic is None else topic.name):
+                r["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition is None:
                 r["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic is None
                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif p.get("current_leader_epoch", -1) >= 0 and partition.epoch_error(p.current_leader_epoch):
@@ -67,4 +71,5 @@ def _has_error(responses):
 DESCRIPTOR = ApiDescriptor(
     ApiKey.FETCH, 4, 18, fetch,
     "long poll woken by produce; sessionless (session id 0)",
+    topic_acl=TopicAcl(TopicOperation.READ),
     version_notes={13: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"})

@@ -1,5 +1,5 @@
 """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on a topic's configs or a broker's dynamic ones."""
-from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.api._topic_config_changes import change_configs
 from kcoord.log.configs import altered
 
@@ -15,4 +15,4 @@ DESCRIPTOR = ApiDescriptor(
     ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs,
     "topic configs and a broker's dynamic configs (its node id, or \"\" for the cluster default), checked as "
     "Kafka checks them",
-    version_notes={1: "flexible versions"})
+    version_notes={1: "flexible versions"}, topic_acl=TopicAcl(TopicOperation.ALTER_CONFIGS))

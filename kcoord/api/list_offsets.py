@@ -1,6 +1,7 @@
 """ListOffsets: earliest, latest, by timestamp, max timestamp; the tiered
 sentinels answer "no offset" since nothing is tiered."""
-from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
+from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
@@ -32,6 +33,7 @@ def _lookup(partition, timestamp, version):
 
 async def list_offsets(ctx, req):
     store = ctx.broker.topics
+    may_describe = topic_gate(ctx)
     topics = []
     for t in req.topics:
         parts = []
@@ -40,7 +42,9 @@ async def list_offsets(ctx, req):
                  "timestamp": -1, "offset": -1, "leader_epoch": -1}
             partition = store.partition(t.name, p.partition_index)
             fenced = None if partition is None else partition.epoch_error(p.get("current_leader_epoch", -1))
-            if partition is None:
+            if not may_describe(t.name):
+                r["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition is None:
                 r["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif fenced is not None:
                 r["error_code"] = ErrorCode[fenced]
@@ -61,5 +65,6 @@ DESCRIPTOR = ApiDescriptor(
     ApiKey.LIST_OFFSETS, 1, 11, list_offsets,
     "earliest, latest, by timestamp, max timestamp; the tiered sentinels (−5, −6) answer offset −1 "
     "(nothing is tiered); a sentinel older than its version gets UNSUPPORTED_VERSION",
+    topic_acl=TopicAcl(TopicOperation.DESCRIBE),
     version_notes={version: f"sentinel timestamp {timestamp}" for timestamp, version in _SENTINEL_MIN_VERSION.items()
                    if version > 0})

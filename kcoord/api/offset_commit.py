@@ -1,15 +1,24 @@
 """OffsetCommit: a member (or a simple group) commits offsets."""
-from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, TopicAcl, TopicOperation, named_group
 from kcoord.api._offset_topics import TOPIC_IDS_SINCE, topic_key, topic_name
 from kcoord.coordinator import OffsetCommitPartition, OffsetCommitRequest
+from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 
 async def offset_commit(ctx, req):
     unknown_ids = []
     partitions = []
+    may_read = topic_gate(ctx)
+    denied: dict[str, list] = {}
     for t in req.topics:
         name = topic_name(ctx, t)
+        if name is not None and not may_read(name):
+            # As Kafka: Read on the group is not enough, each topic needs Read too.
+            denied.setdefault(name, []).extend(
+                {"partition_index": p.partition_index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+                for p in t.partitions)
+            continue
         if name is None:
             unknown_ids.append({"topic_id": t.topic_id, "partitions": [
                 {"partition_index": p.partition_index, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
@@ -27,7 +36,7 @@ async def offset_commit(ctx, req):
         version=ctx.api_version,
         retention_ms=req.get("retention_time_ms", -1),
     ))
-    by_topic: dict[str, list] = {}
+    by_topic: dict[str, list] = dict(denied)
     for topic, partition, error in result.partitions:
         by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
     return {"throttle_time_ms": 0, "topics": unknown_ids + [{**topic_key(ctx, t), "partitions": ps}
@@ -48,4 +57,5 @@ DESCRIPTOR = ApiDescriptor(
     version_notes={5: "no retention time: offsets expire by the broker's retention",
                    7: "static members (group instance id)",
                    TOPIC_IDS_SINCE: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"},
-    groups=named_group, group_acl=GroupAcl(GroupOperation.READ), error_response=_failed)
+    groups=named_group, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.READ),
+    error_response=_failed)

@@ -1,5 +1,7 @@
 """OffsetDelete: drop a group's offsets for partitions no member subscribes to."""
-from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, TopicAcl, TopicOperation, named_group
+from kcoord.security.acls import topic_gate
+from wire.errors import ErrorCode
 from wire import codec
 
 
@@ -20,9 +22,15 @@ def _subscribed_topics(group) -> set[str]:
 
 
 async def offset_delete(ctx, req):
-    wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions]
+    may_read = topic_gate(ctx)
+    wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions if may_read(t.name)]
     result = await ctx.broker.coordinator.delete_offsets(req.group_id, wanted, _subscribed_topics)
     by_topic: dict[str, list] = {}
+    for t in req.topics:
+        if not may_read(t.name):  # as Kafka: Read on each topic, answered per partition
+            by_topic.setdefault(t.name, []).extend(
+                {"partition_index": p.partition_index, "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED}
+                for p in t.partitions)
     for topic, partition, e in result.partitions:
         by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": e})
     return {"error_code": result.error, "throttle_time_ms": 0,
@@ -32,4 +40,4 @@ async def offset_delete(ctx, req):
 DESCRIPTOR = ApiDescriptor(
     ApiKey.OFFSET_DELETE, 0, 0, offset_delete,
     "a subscribed topic's offsets stay (GROUP_SUBSCRIBED_TO_TOPIC)",
-    groups=named_group, group_acl=GroupAcl(GroupOperation.DELETE))
+    groups=named_group, group_acl=GroupAcl(GroupOperation.DELETE), topic_acl=TopicAcl(TopicOperation.READ))

@@ -1,6 +1,7 @@
 """OffsetFetch: a group's committed offsets, for chosen partitions or all."""
-from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupBatch, GroupOperation
+from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupBatch, GroupOperation, TopicAcl, TopicOperation
 from kcoord.api._offset_topics import TOPIC_IDS_SINCE, topic_key, topic_name
+from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 BATCHED_SINCE = 8
@@ -14,11 +15,18 @@ def _fetched(partition, offset=-1, leader_epoch=-1, metadata="", error=ErrorCode
 async def _fetch_group(ctx, group_id, topics):
     wanted = None
     unknown_ids = []
+    may_describe = topic_gate(ctx)
+    denied = []
     if topics is not None:
         wanted = []
         for t in topics:
             name = topic_name(ctx, t)
-            if name is None:
+            if name is not None and not may_describe(name):
+                # As Kafka: a topic asked for without Describe on it is answered per
+                # partition; one the principal may not describe is left out of "all".
+                denied.append({**topic_key(ctx, name), "partitions": [
+                    _fetched(p, error=ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in t.partition_indexes]})
+            elif name is None:
                 unknown_ids.append({"topic_id": t.topic_id, "partitions": [
                     _fetched(p, error=ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes]})
             else:
@@ -26,12 +34,14 @@ async def _fetch_group(ctx, group_id, topics):
     error, fetched = await ctx.broker.coordinator.fetch_offsets(group_id, wanted)
     by_topic: dict[str, list] = {}
     for f in fetched:
+        if not may_describe(f.topic):
+            continue
         by_topic.setdefault(f.topic, []).append(_fetched(f.partition, f.offset, f.leader_epoch, f.metadata, f.error))
     named = [{**topic_key(ctx, t), "partitions": ps} for t, ps in by_topic.items()]
     if wanted is None and ctx.api_version >= TOPIC_IDS_SINCE:
         # Offsets of a deleted topic have no id left to be named by.
         named = [t for t in named if t["topic_id"] is not None]
-    return error, unknown_ids + named
+    return error, unknown_ids + named + denied
 
 
 async def offset_fetch(ctx, req):
@@ -62,4 +72,5 @@ DESCRIPTOR = ApiDescriptor(
     "all of a group's offsets, or chosen partitions'",
     version_notes={2: "a top-level error code (until v7)", BATCHED_SINCE: "several groups per request (KIP-709)",
                    TOPIC_IDS_SINCE: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"},
-    groups=_groups, group_acl=GroupAcl(GroupOperation.READ), error_response=_failed)
+    groups=_groups, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.DESCRIBE),
+    error_response=_failed)

@@ -7,8 +7,9 @@ of one of a producer's last five batches is answered with its first base offset
 """
 import logging
 
-from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.log.partition import AppendError
+from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.produce")
@@ -20,6 +21,7 @@ _WITHOUT_MESSAGE = frozenset({"OUT_OF_ORDER_SEQUENCE_NUMBER", "INVALID_PRODUCER_
 
 async def produce(ctx, req):
     store = ctx.broker.topics
+    may_write = topic_gate(ctx)
     appended = False
     responses = []
     for topic_data in req.topic_data:
@@ -30,7 +32,11 @@ async def produce(ctx, req):
             r = {"index": pd.index, "error_code": ErrorCode.NONE, "base_offset": -1,
                  "log_append_time_ms": -1, "log_start_offset": -1, "record_errors": [], "error_message": None}
             partition = None if topic is None else store.partition(topic.name, pd.index)
-            if partition is None:
+            if (topic is not None or name is not None) and not may_write(name if topic is None else topic.name):
+                # Kafka decides Write before looking the topic up: a denied name is never
+                # told whether it exists.
+                r["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif partition is None:
                 # v13+ names topics by id only: an id nobody knows is UNKNOWN_TOPIC_ID.
                 r["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic is None
                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -66,4 +72,5 @@ DESCRIPTOR = ApiDescriptor(
     ApiKey.PRODUCE, 3, 13, produce,
     "record batches v2, offsets assigned, acks 0/1/-1; idempotent producers: sequences and epochs checked, "
     "a retry of one of the last five batches answered with its first offset",
+    topic_acl=TopicAcl(TopicOperation.WRITE),
     version_notes={13: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"})

@@ -5,12 +5,13 @@ Off unless `--group-acls FILE` or `--acls` is given; then anything not allowed i
 (Kafka's `allow.everyone.if.no.acl.found=false`), except for the super users
 (`--super-users`), who may do everything. ACLs come from two places:
 
-* the rules file of `--group-acls`, one group rule per line:
+* the rules file of `--group-acls`, one group or topic rule per line:
 
-      # principal      operation   group id (exact, a prefix ending in *, or * for all)
+      # principal      operation   group id, or Topic:name (exact, a prefix ending in *, or * for all)
       User:alice       Read        orders
       User:alice       Read        reports-*
       User:*           Describe    *
+      User:alice       Read        Topic:orders-*
 
 * CreateAcls and DeleteAcls at run time (Kafka's `kafka-acls`), on groups, topics and the
   cluster, literal or prefixed, ALLOW or DENY, for a principal and a host. With a data dir
@@ -23,7 +24,9 @@ any ALLOW; an ALLOW for Read, Write, Delete or Alter also allows Describe, and o
 AlterConfigs allows DescribeConfigs (never so for DENY); All is every operation. Which
 group operation an API needs is its descriptor's `group_acl` (kcoord.api); ListGroups,
 needing Describe, shows only the groups the principal may describe. A denied group gets
-GROUP_AUTHORIZATION_FAILED (30): batched requests answer each group on its own.
+GROUP_AUTHORIZATION_FAILED (30): batched requests answer each group on its own. Which topic
+operation an API needs is its descriptor's `topic_acl`; the handlers ask `topic_gate` per topic
+and answer a denied one TOPIC_AUTHORIZATION_FAILED (29) where Kafka does (see docs/security.md).
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
 
-from kcoord.api import GroupBatch, GroupOperation, registry
+from kcoord.api import GroupBatch, GroupOperation, TopicOperation, registry
 from wire.errors import ErrorCode
 from wire.types import Message
 
@@ -104,6 +107,8 @@ _IMPLIES = {Operation.DESCRIBE: {Operation.DESCRIBE, Operation.READ, Operation.W
                                  Operation.ALTER},
             Operation.DESCRIBE_CONFIGS: {Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS}}
 GROUP_OPERATIONS = tuple(GroupOperation)
+TOPIC_OPERATIONS = tuple(TopicOperation) + ("All",)
+TOPIC_PREFIX = "Topic:"
 
 
 class AclFileError(ValueError):
@@ -224,14 +229,14 @@ def principal_of(connection) -> str:
     return f"User:{name}" if name else ANONYMOUS
 
 
-def _file_acl(principal: str, operation: str, group: str) -> Acl:
+def _file_acl(principal: str, operation: str, group: str, resource: int = ResourceType.GROUP) -> Acl:
     if group == WILDCARD:
         name, pattern = WILDCARD, PatternType.LITERAL
     elif group.endswith("*"):
         name, pattern = group[:-1], PatternType.PREFIXED
     else:
         name, pattern = group, PatternType.LITERAL
-    return Acl(ResourceType.GROUP, name, pattern, principal, WILDCARD, Operation.named(operation), Permission.ALLOW)
+    return Acl(resource, name, pattern, principal, WILDCARD, Operation.named(operation), Permission.ALLOW)
 
 
 class Authorizer:
@@ -266,11 +271,15 @@ class Authorizer:
             principal, operation, group = fields
             if not principal.startswith("User:") or principal == "User:":
                 raise AclFileError(f"{path}:{number}: a principal is User:<name> or User:*, not {principal!r}")
-            canonical = {o.lower(): o for o in GROUP_OPERATIONS}.get(operation.lower())
+            # A topic rule names its resource `Topic:<name>`; anything else is a group.
+            resource, operations = ResourceType.GROUP, GROUP_OPERATIONS
+            if group.startswith(TOPIC_PREFIX) and group != TOPIC_PREFIX:
+                resource, operations, group = ResourceType.TOPIC, TOPIC_OPERATIONS, group[len(TOPIC_PREFIX):]
+            canonical = {o.lower(): o for o in operations}.get(operation.lower())
             if canonical is None:
                 raise AclFileError(f"{path}:{number}: operation {operation!r} is not one of "
-                                   f"{', '.join(GROUP_OPERATIONS)}")
-            rules.append(_file_acl(principal, canonical, group))
+                                   f"{', '.join(operations)}")
+            rules.append(_file_acl(principal, canonical, group, resource))
         return cls(rules, super_users, data_dir)
 
     # --- deciding -------------------------------------------------------------------------
@@ -301,6 +310,26 @@ class Authorizer:
 
     def allowed(self, principal: str, operation: str, group: str, host: str = "*") -> bool:
         return self.allowed_on("Group", group, principal, operation, host)
+
+    def allowed_by_type(self, resource_type: int, principal: str, operation: int, host: str = "*") -> bool:
+        """Kafka's authorizeByResourceType: whether some ALLOW for `operation` (or All) on a
+        resource of the type speaks for the principal without a DENY covering it."""
+        if principal in self.super_users:
+            return True
+        def mine(acl, permission):
+            return (acl.resource_type == resource_type and acl.permission == permission
+                    and acl.principal in (principal, "User:*") and acl.host in (host, WILDCARD)
+                    and acl.operation in (operation, Operation.ALL))
+        denies = [a for a in self.acls if mine(a, Permission.DENY)]
+        if any(d.pattern_type == PatternType.LITERAL and d.name == WILDCARD for d in denies):
+            return False
+        for allow in (a for a in self.acls if mine(a, Permission.ALLOW)):
+            covered = any(d.pattern_type == PatternType.PREFIXED and allow.name.startswith(d.name)
+                          or (d.pattern_type == allow.pattern_type == PatternType.LITERAL and d.name == allow.name)
+                          for d in denies)
+            if not covered:
+                return True
+        return False
 
     # --- CreateAcls, DescribeAcls, DeleteAcls ---------------------------------------------
 
@@ -375,6 +404,42 @@ class Authorizer:
 
 
 GroupAcls = Authorizer  # its name while it knew groups only
+
+
+class TopicGate:
+    """Which topics a request may act on: `gate(name)` is true where the principal has the
+    operation on the topic (always without an authorizer). Decisions are kept for the
+    request, so a topic named with many partitions is decided once."""
+
+    def __init__(self, ctx, operation: str, cluster_wide: bool = False):
+        self.authorizer = ctx.broker.authorizer
+        self.operation = operation
+        self.principal = principal_of(ctx.connection) if self.authorizer is not None else None
+        self.host = ctx.connection.host
+        # Kafka's CreateTopics and auto-creation: Create on the cluster allows every topic.
+        self.everything = self.authorizer is None or (cluster_wide and cluster_allowed(ctx, "Create"))
+        self._decided: dict[str, bool] = {}
+
+    def __call__(self, name: str | None) -> bool:
+        if self.everything:
+            return True
+        if name is None:
+            return False
+        if name not in self._decided:
+            self._decided[name] = self.authorizer.allowed_on("Topic", name, self.principal, self.operation,
+                                                             self.host)
+        return self._decided[name]
+
+
+def topic_gate(ctx, operation: "TopicOperation | str | None" = None) -> TopicGate:
+    """The gate for the request's topics: the operation of its API's descriptor (`topic_acl`),
+    or the one given."""
+    acl = registry()[ctx.api_key].topic_acl
+    if operation is None:
+        if acl is None:
+            raise ValueError(f"api {ctx.api_key} has no topic ACL")
+        return TopicGate(ctx, acl.operation, acl.cluster_wide)
+    return TopicGate(ctx, str(operation), str(operation) == TopicOperation.CREATE)
 
 
 def cluster_allowed(ctx, operation: str) -> bool:

@@ -12,7 +12,7 @@ import pytest
 from kcoord.protocol_client import Connection
 from kcoord.security.acls import AclFileError, GroupAcls
 from kcoord.testing.plugin import start_server
-from tests.integration.test_security import confluent_group, kafka_python_group, poll_confluent_until, wait_stable
+from tests.integration.test_security import _with_topic, confluent_group, kafka_python_group, poll_confluent_until, wait_stable
 from wire.errors import ErrorCode
 
 pytestmark = pytest.mark.integration
@@ -30,8 +30,12 @@ def acl_server(tmp_path_factory):
     (d / "users.txt").write_text("alice:alice-secret\nbob:bob-secret\n")
     (d / "acls.txt").write_text("# principal  operation  group\n"
                                 "User:alice   Read       orders-*\n"
-                                "User:bob     Describe   orders-1\n")
+                                "User:bob     Describe   orders-1\n"
+                                # Topic ACLs are enforced too: both may read the topic.
+                                "User:*       Read       Topic:sec-topic\n")
     thread = start_server(sasl_users_file=str(d / "users.txt"), group_acls_file=str(d / "acls.txt"))
+    # The topic exists: auto-creating it would need Create on it, as in Kafka.
+    thread = _with_topic(thread)
     yield thread
     thread.stop()
 
@@ -90,7 +94,8 @@ def test_confluent_consumer_without_an_acl_gets_group_authorization_failed(acl_s
 @pytest.fixture(scope="module")
 def anonymous_server(tmp_path_factory):
     acls = tmp_path_factory.mktemp("acls") / "acls.txt"
-    acls.write_text("User:ANONYMOUS Read open-*\nUser:* Delete trash-*\n")
+    acls.write_text("User:ANONYMOUS Read open-*\nUser:* Delete trash-*\n"
+                    "User:ANONYMOUS All Topic:acl-t\n")  # topic ACLs are enforced too
     thread = start_server(group_acls_file=str(acls))
     yield thread
     thread.stop()
