@@ -26,7 +26,8 @@ def plots(summary: dict) -> dict[str, str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rebs = [r for r in summary["rebalances"] if r["end_ms"] is not None]
+    # finished, with a start (rebalances read from __consumer_offsets have none)
+    rebs = [r for r in summary["rebalances"] if r["duration_ms"] is not None]
     out = {}
     # timeline: one row per group (the 20 groups with most stop-the-world time), a bar per rebalance
     top = [g["group_id"] for g in summary["top_groups"]][:20]

@@ -142,6 +142,9 @@ def rebalance_schema():
                        for f in rb.REBALANCE_FIELDS])
 
 
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
 def topic_lines(spark, bootstrap: str, topic: str):
     """A journal topic's record values, earliest to latest, as an RDD of journal lines."""
     df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
@@ -149,14 +152,65 @@ def topic_lines(spark, bootstrap: str, topic: str):
     return _values(df)
 
 
+def offsets_topic_rows(spark, bootstrap: str, topic: str = "__consumer_offsets"):
+    """`__consumer_offsets` (Kafka's or kcoord's), earliest to latest, as an RDD of event
+    tuples (kcoord.analytics.offsets_topic): each Spark partition decodes its own records
+    with Kafka's schemas, nothing but the rows is collected.
+
+    Spark's offset reader on an AdminClient (its default since 3.4) leaves internal topics out
+    whatever the option, `subscribe` or `assign`: it would read none of `__consumer_offsets`,
+    on Kafka as on kcoord. So the partitions are assigned and read with its consumer-based
+    reader (spark.sql.streaming.kafka.useDeprecatedOffsetFetching, set for this read only); the
+    decoded rows are persisted (memory and disk, on the executors) while it is set."""
+    import json
+
+    from kcoord.protocol_client import Admin
+
+    with Admin(bootstrap, timeout=10.0) as admin:
+        partitions = admin.topic_partitions(topic)
+    if not partitions:
+        raise ValueError(f"{bootstrap} has no {topic} yet (a broker creates it when a group first looks up its "
+                         f"coordinator)")
+    from pyspark import StorageLevel
+
+    conf = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+    before = spark.conf.get(conf, None)
+    spark.conf.set(conf, "true")
+    try:
+        df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("assign", json.dumps({topic: partitions}))
+              .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
+        rows = (df.selectExpr("key", "value", "partition", "topic", "unix_millis(timestamp) AS ts_ms").rdd
+                .mapPartitions(_decode_offsets_partition).persist(StorageLevel.MEMORY_AND_DISK))
+        rows.count()
+    finally:
+        if before is None:
+            spark.conf.unset(conf)
+        else:
+            spark.conf.set(conf, before)
+    return rows
+
+
+def _decode_offsets_partition(rows):
+    from kcoord.analytics.offsets_topic import rows_from_records
+
+    skips: dict[str, int] = {}
+    for row in rows_from_records(((r[0], r[1], r[2], r[3], r[4]) for r in rows), skips):
+        yield tuple(row[f] for f in ev.FIELDS)
+    for reason, n in skips.items():
+        yield tuple(ev.event(0, "offsets_topic", None, "", "_skip", reason=reason, commits=n)[f] for f in ev.FIELDS)
+
+
 def _values(df):
     # A null value (a tombstone someone produced) is no journal line: skipped like a blank one.
     return df.selectExpr("CAST(value AS STRING) AS line").rdd.map(lambda r: r[0] or "")
 
 
-def compute(spark, files: list[tuple[str, str]], *, journal_lines=None, since_ms=None, until_ms=None):
+def compute(spark, files: list[tuple[str, str]], *, journal_lines=None, offsets_rows=None, since_ms=None,
+            until_ms=None):
     """Returns (events_df, rebalances_df, hourly_df, skips dict). `journal_lines`: an RDD of
-    journal lines read from elsewhere than files (a journal topic)."""
+    journal lines read from elsewhere than files (a journal topic); `offsets_rows`: an RDD of
+    event tuples read from `__consumer_offsets` (offsets_topic_rows)."""
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -167,10 +221,12 @@ def compute(spark, files: list[tuple[str, str]], *, journal_lines=None, since_ms
             rdds.append(sc.textFile(",".join(paths)).mapPartitions(_parse_partition(kind)))
     if journal_lines is not None:
         rdds.append(journal_lines.mapPartitions(_parse_partition("journal")))
+    rdds = [r.map(lambda r: tuple(r[f] for f in ev.FIELDS)) for r in rdds]
+    if offsets_rows is not None:
+        rdds.append(offsets_rows)
     if not rdds:
         raise ValueError("no input lines")
     parsed = sc.union(rdds) if len(rdds) > 1 else rdds[0]
-    parsed = parsed.map(lambda r: tuple(r[f] for f in ev.FIELDS))
     all_rows = spark.createDataFrame(parsed, event_schema()).cache()
     skips = {r["reason"]: r["n"] for r in all_rows.where(F.col("kind") == "_skip")
              .groupBy("reason").agg(F.sum("commits").alias("n")).collect()}
@@ -191,14 +247,17 @@ def compute(spark, files: list[tuple[str, str]], *, journal_lines=None, since_ms
                   .withColumn("end", F.timestamp_millis("end_ms"))).cache()
 
     from pyspark.sql.types import LongType, StringType, StructField, StructType
-    slices = rebalances.where(F.col("end_ms").isNotNull()).rdd.flatMap(
+    # Rebalances read from __consumer_offsets have no start: no stop-the-world time either.
+    slices = rebalances.where(F.col("end_ms").isNotNull() & F.col("start_ms").isNotNull()).rdd.flatMap(
         lambda r: rb.hourly_slices({"group_id": r["group_id"], "start_ms": r["start_ms"], "end_ms": r["end_ms"]}))
     stw = spark.createDataFrame(slices, StructType([StructField("group_id", StringType()),
                                                     StructField("hour_ms", LongType()),
                                                     StructField("stw_ms", LongType())]))
     stw = stw.groupBy("group_id", "hour_ms").agg(F.sum("stw_ms").alias("stop_the_world_ms"))
     hour = F.col("time_ms") - F.col("time_ms") % rb.HOUR_MS
-    started = (rebalances.withColumn("hour_ms", F.col("start_ms") - F.col("start_ms") % rb.HOUR_MS)
+    # counted in the hour they began, or ended when only that is known (__consumer_offsets)
+    began = F.coalesce(F.col("start_ms"), F.col("end_ms"))
+    started = (rebalances.withColumn("hour_ms", began - began % rb.HOUR_MS)
                .groupBy("group_id", "hour_ms").agg(F.count("*").alias("rebalances")))
     commits = (events.where(F.col("kind") == "offset_commits").withColumn("hour_ms", hour)
                .groupBy("group_id", "hour_ms").agg(F.sum("commits").alias("offset_commits")))
@@ -229,7 +288,7 @@ def summarise(events, rebalances, hourly) -> dict:
         "top_members": [r.asDict() for r in rebalances.where(F.col("trigger_client").isNotNull())
                         .groupBy("trigger_client", "cause").agg(F.count("*").alias("rebalances"))
                         .orderBy(F.desc("rebalances")).limit(20).collect()],
-        "causes": {r["cause"]: r["n"] for r in rebalances.groupBy("cause").agg(F.count("*").alias("n")).collect()},
+        "causes": {r["cause"] or "unknown": r["n"] for r in rebalances.groupBy("cause").agg(F.count("*").alias("n")).collect()},
         "static_avoided": [r.asDict() for r in events.where(F.col("kind") == "static_rejoin_no_rebalance")
                            .groupBy("group_id").agg(F.count("*").alias("rejoins")).orderBy(F.desc("rejoins"))
                            .limit(20).collect()],
@@ -239,17 +298,23 @@ def summarise(events, rebalances, hourly) -> dict:
 
 
 def run_report(inputs, out_dir, *, master: str = "local[*]", since: str | None = None, until: str | None = None,
-               kafka: str | None = None, topic: str | None = None, spark=None, stream=sys.stderr) -> int:
-    """Files `inputs` and/or the journal topic `topic` on `kafka`, read once, into `out_dir`."""
+               kafka: str | None = None, topic: str | None = None, offsets_topic: bool = False, spark=None,
+               stream=sys.stderr) -> int:
+    """Files `inputs`, the journal topic `topic` on `kafka` and/or (`offsets_topic`, or `topic`
+    named __consumer_offsets) `kafka`'s __consumer_offsets, read once, into `out_dir`."""
     t0 = time.monotonic()
+    if topic == OFFSETS_TOPIC:
+        topic, offsets_topic = None, True
     files = list_inputs(inputs)
     if files or not kafka:
         size = sum(os.path.getsize(p) for p, _ in files)
         print(f"[report] {len(files)} input files ({size / 1e6:.1f} MB): "
               f"{sum(k == 'journal' for _, k in files)} journals, "
               f"{sum(k == 'kafka-log' for _, k in files)} broker logs", file=stream, flush=True)
-    if kafka:
+    if kafka and topic:
         print(f"[report] journal topic {topic} on {kafka}, earliest to latest", file=stream, flush=True)
+    if kafka and offsets_topic:
+        print(f"[report] {OFFSETS_TOPIC} on {kafka}, earliest to latest", file=stream, flush=True)
     if not files and not kafka:
         print("[report] nothing to read", file=stream)
         return 1
@@ -258,8 +323,10 @@ def run_report(inputs, out_dir, *, master: str = "local[*]", since: str | None =
     out.mkdir(parents=True, exist_ok=True)
     try:
         with _Progress(spark.sparkContext, stream):
-            lines = topic_lines(spark, kafka, topic) if kafka else None
-            summary = _write_outputs(spark, out, files, lines, since, until, inputs=len(files) + bool(kafka))
+            lines = topic_lines(spark, kafka, topic) if kafka and topic else None
+            stored = offsets_topic_rows(spark, kafka) if kafka and offsets_topic else None
+            summary = _write_outputs(spark, out, files, lines, since, until,
+                                     inputs=len(files) + bool(lines) + bool(stored), offsets_rows=stored)
     finally:
         if own:
             spark.stop()
@@ -334,11 +401,11 @@ def _session(spark, master: str, kafka_connector: bool):
     return spark, False
 
 
-def _write_outputs(spark, out: Path, files, lines, since, until, inputs: int) -> dict:
+def _write_outputs(spark, out: Path, files, lines, since, until, inputs: int, offsets_rows=None) -> dict:
     from kcoord.analytics.html import write_report
 
-    events, rebalances, hourly, skips = compute(spark, files, journal_lines=lines, since_ms=parse_time(since),
-                                                until_ms=parse_time(until))
+    events, rebalances, hourly, skips = compute(spark, files, journal_lines=lines, offsets_rows=offsets_rows,
+                                                since_ms=parse_time(since), until_ms=parse_time(until))
     events.write.mode("overwrite").parquet(str(out / "events"))
     rebalances.write.mode("overwrite").parquet(str(out / "rebalances"))
     hourly.write.mode("overwrite").parquet(str(out / "group_hourly"))

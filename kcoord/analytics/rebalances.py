@@ -64,6 +64,19 @@ def client_of(member_id: str | None) -> str | None:
 
 
 def rebalances_for_group(events) -> list[dict]:
+    """Journal and server-log events go through the state machine below; rows read from
+    `__consumer_offsets` hold stored generations only (kcoord.analytics.offsets_topic)."""
+    events = list(events)
+    stored = [e for e in events if e["source"] == "offsets_topic"]
+    out = _transitions([e for e in events if e["source"] != "offsets_topic"]) if len(stored) < len(events) else []
+    if stored:
+        from kcoord.analytics.offsets_topic import generations_for_group
+
+        out += generations_for_group(stored, seq_start=len(out))
+    return out
+
+
+def _transitions(events) -> list[dict]:
     events = sorted(events, key=sort_key)
     out: list[dict] = []
     cur: dict | None = None

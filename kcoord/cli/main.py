@@ -97,13 +97,19 @@ def _serve_parser(sub) -> None:
 
 
 def _report_parser(sub) -> None:
-    p = sub.add_parser("report", help="rebalance analytics (PySpark) over kcoord journals and Kafka server logs")
+    p = sub.add_parser("report", help="rebalance analytics (PySpark) over kcoord journals, Kafka server logs "
+                                      "and __consumer_offsets")
     p.add_argument("inputs", nargs="*", metavar="INPUT",
                    help="journal files, Kafka server.log files (.gz too) or directories of them")
     p.add_argument("--kafka", default=None, metavar="HOST:PORT",
-                   help="read the journal topic --topic from this broker with Spark's Kafka source")
+                   help="read --topic and/or --offsets-topic from this broker (kcoord or Kafka) with Spark's "
+                        "Kafka source")
     p.add_argument("--topic", default=None, metavar="NAME",
-                   help="the journal topic (kcoord serve --journal-topic NAME)")
+                   help="the journal topic (kcoord serve --journal-topic NAME); __consumer_offsets means "
+                        "--offsets-topic")
+    p.add_argument("--offsets-topic", action="store_true",
+                   help="read the broker's __consumer_offsets (the group coordinator's own records, decoded "
+                        "with Kafka's schemas): generations, their members and offset commits, once")
     p.add_argument("--follow", action="store_true",
                    help="keep the tables and report current as the topic grows (Spark structured streaming) "
                         "until SIGINT/SIGTERM; needs --kafka and --topic, takes no INPUT")
@@ -212,9 +218,17 @@ def _check_report_args(args) -> None:
     """What `kcoord report` can refuse before it starts Spark (seconds of JVM start-up)."""
     from kcoord.analytics.job import list_inputs, parse_time
 
-    if (args.kafka is None) != (args.topic is None):
-        given, missing = ("--kafka", "--topic") if args.kafka is not None else ("--topic", "--kafka")
-        raise BadInput(f"{given} {args.kafka or args.topic} needs {missing} too")
+    from kcoord.analytics.job import OFFSETS_TOPIC
+
+    if args.topic == OFFSETS_TOPIC:
+        args.topic, args.offsets_topic = None, True
+    if args.kafka is not None and args.topic is None and not args.offsets_topic:
+        raise BadInput(f"--kafka {args.kafka} needs --topic NAME or --offsets-topic too")
+    if args.kafka is None and (args.topic is not None or args.offsets_topic):
+        given = f"--topic {args.topic}" if args.topic is not None else "--offsets-topic"
+        raise BadInput(f"{given} needs --kafka too")
+    if args.follow and args.offsets_topic:
+        raise BadInput(f"--follow follows a journal topic; {OFFSETS_TOPIC} is read once (drop --follow)")
     if args.follow and args.kafka is None:
         raise BadInput("--follow needs --kafka HOST:PORT and --topic NAME")
     if args.follow and args.inputs:
@@ -235,7 +249,9 @@ def _check_report_args(args) -> None:
     except FileNotFoundError as err:
         raise BadInput(str(err)) from None
     if args.kafka is not None:
-        _check_topic(args.kafka, args.topic)
+        _check_topic(args.kafka, args.topic if args.topic is not None else OFFSETS_TOPIC)
+        if args.topic is not None and args.offsets_topic:
+            _check_topic(args.kafka, OFFSETS_TOPIC)
 
 
 def _check_topic(kafka: str, topic: str) -> None:
@@ -250,6 +266,9 @@ def _check_topic(kafka: str, topic: str) -> None:
             partitions = admin.topic_partitions(topic)
     except (OSError, ProtocolError) as err:
         raise BadInput(f"cannot reach --kafka {kafka}: {getattr(err, 'strerror', None) or err}") from None
+    if partitions is None and topic == "__consumer_offsets":
+        raise BadInput(f"--offsets-topic: --kafka {kafka} has no {topic} yet (a broker creates it when a group "
+                       f"first looks up its coordinator)")
     if partitions is None:
         raise BadInput(f"--topic {topic}: no such topic on --kafka {kafka} (kcoord serve --journal-topic "
                        f"{topic} creates it)")
@@ -262,7 +281,7 @@ def _report(args) -> int:
     try:
         if not args.follow:
             return job.run_report(args.inputs, args.out, master=args.master, since=args.since, until=args.until,
-                                  kafka=args.kafka, topic=args.topic)
+                                  kafka=args.kafka, topic=args.topic, offsets_topic=args.offsets_topic)
         import threading
 
         stop = threading.Event()

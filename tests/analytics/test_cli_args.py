@@ -31,3 +31,20 @@ def test_report_kafka_arguments():
                                       "--max-batches", "3", "--interval", "0.5"])
     assert (args.inputs, args.kafka, args.topic, args.follow, args.max_batches, args.interval) == (
         [], "h:9092", "j", True, 3, 0.5)
+
+
+def test_report_offsets_topic_arguments():
+    from kcoord.cli.main import BadInput, _check_report_args
+
+    args = build_parser().parse_args(["report", "--kafka", "h:9092", "--offsets-topic", "--out", "o"])
+    assert (args.kafka, args.topic, args.offsets_topic) == ("h:9092", None, True)
+    for argv, says in ((["--offsets-topic"], "--offsets-topic needs --kafka"),
+                       (["--kafka", "h:9092"], "needs --topic NAME or --offsets-topic"),
+                       (["--kafka", "h:9092", "--offsets-topic", "--follow"], "is read once"),
+                       (["--kafka", "h:9092", "--topic", "__consumer_offsets", "--follow"], "is read once")):
+        try:
+            _check_report_args(build_parser().parse_args(["report", *argv, "--out", "o"]))
+        except BadInput as err:
+            assert says in str(err), (argv, err)
+        else:
+            raise AssertionError(f"{argv} was accepted")

@@ -305,3 +305,29 @@ def test_missing_jars_say_how_to_install(tmp_path, monkeypatch):
     monkeypatch.setenv("KCOORD_KAFKA_CACHE", str(tmp_path))
     with pytest.raises(ReferenceKafkaUnavailable, match=r"make install-test"):
         run_tool("topics", "127.0.0.1:9", "--list")
+
+
+def _perf_figures(stdout: str) -> dict[str, str]:
+    """kafka-consumer-perf-test's one result line, by its header's names."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    header = next(i for i, line in enumerate(lines) if line.startswith("start.time"))
+    names = [n.strip() for n in lines[header].split(",")]
+    return dict(zip(names, (v.strip() for v in lines[header + 1].split(","))))
+
+
+def test_consumer_perf_test_consumes_exactly_the_messages_asked_for(tools, both):
+    topic, group = _names("cperf")
+    _setup(both, topic, group, partitions=3, per_partition=100)
+    for bootstrap in both:
+        # The tool stops after the poll that reaches the count and counts that poll's records
+        # whole: asking for all 300 records of the topic is what makes "exactly" exact.
+        r = tools.run("consumer-perf-test", bootstrap, "--topic", topic, "--group", group, "--num-records", "300",
+                      "--timeout", "30000")
+        assert r.code == 0, r
+        figures = _perf_figures(r.stdout)
+        assert figures["data.consumed.in.nMsg"] == "300", (bootstrap, r.stdout)
+        assert "Exiting before consuming" not in r.stderr, r.stderr
+        assert float(figures["rebalance.time.ms"]) >= 0 and float(figures["fetch.time.ms"]) >= 0, r.stdout
+        # It consumed in the group: its offsets (committed on close) add up to what it read.
+        k = tools.run("consumer-groups", bootstrap, "--describe", "--group", group)
+        assert sum(int(row["CURRENT-OFFSET"]) for row in table(k.stdout)) == 300, k.stdout
