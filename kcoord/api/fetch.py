@@ -58,7 +58,9 @@ async def fetch(ctx, req):
     while True:
         responses, total = _collect(ctx, req)
         remaining = deadline - loop.time()
-        if total >= max(req.min_bytes, 1) or remaining <= 0 or _has_error(responses):
+        # As Kafka's ReplicaManager: a fetch of no partitions (a closing consumer's) is not parked.
+        if (total >= max(req.min_bytes, 1) or remaining <= 0 or not any(t["partitions"] for t in responses)
+                or _has_error(responses)):
             break
         await ctx.broker.topics.wait_appended(remaining)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}

@@ -125,6 +125,19 @@ def test_fetch_long_poll_is_woken_by_a_produce(server):
     assert raw.call(1, 11, fetch).responses[0].partitions[0].error_code == 1  # OFFSET_OUT_OF_RANGE
 
 
+def test_a_fetch_naming_no_partitions_is_answered_at_once(broker_any):
+    # What a closing Java consumer sends (its fetch-session close, sessionless here): Kafka
+    # answers it without waiting max_wait_ms, so the consumer's close does not wait either
+    # (each of a Connect worker's KafkaBasedLog consumers took fetch.max.wait.ms to close).
+    raw = Raw(broker_any.bootstrap)
+    fetch = {"replica_id": -1, "max_wait_ms": 3000, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": 0,
+             "session_id": 0, "session_epoch": -1, "topics": [], "forgotten_topics_data": []}
+    started = time.monotonic()
+    r = raw.call(1, 11, fetch)
+    assert time.monotonic() - started < 1.5
+    assert (r.error_code, r.session_id, r.responses) == (0, 0, [])
+
+
 def test_cli_serve_prints_listening_and_stops_on_sigterm():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
