@@ -21,6 +21,7 @@ $(TSTAMP): $(STAMP) pyproject.toml
 	@$(MAKE) --no-print-directory docker-tools
 	@$(MAKE) --no-print-directory reference-kafka
 	@$(MAKE) --no-print-directory spark-kafka
+	@$(MAKE) --no-print-directory connect-kafka
 	touch $@
 
 # The reference Apache Kafka (broker, tools, Java client 4.x: ~55 MB of jars from Maven
@@ -42,6 +43,13 @@ reference-kafka: $(STAMP)
 .PHONY: spark-kafka
 spark-kafka: reference-kafka
 	$(PY) -m kcoord.testing.spark_kafka fetch
+
+# Kafka Connect at the reference Kafka's version (connect-runtime, connect-file,
+# connect-test-plugins and what they need: ~30 MB into ~/.cache/kcoord/connect-VERSION,
+# once), for tests/integration/test_connect.py. Maven is already there (reference-kafka).
+.PHONY: connect-kafka
+connect-kafka: reference-kafka
+	$(PY) -m kcoord.testing.connect fetch
 
 # The compose tests (tests/docker) need a docker engine + CLI, docker-compose and
 # debootstrap (a local base image: no registry is reachable). Installed with apt as root.

@@ -1,0 +1,188 @@
+"""Real Kafka Connect distributed workers (ConnectDistributed 4.3.1) against kcoord and the
+reference Kafka, each scenario run on kcoord first and then on a reference Kafka of the
+module's own, and the outcomes compared.
+
+Two VerifiableSourceConnectors of 4 tasks each (Kafka's connect-test-plugins, what Kafka's
+Connect system tests run; FileStreamSourceConnector makes one task whatever tasks.max says):
+
+* eager: 3 workers -> all 2 connectors + 8 tasks RUNNING over 3 workers; a 4th worker joins
+  -> over 4; one stops (SIGTERM) -> over the 3 others; one is killed (SIGKILL) -> over the
+  2 left, after the session timeout.
+* sessioned (incremental cooperative): 3 workers; a 4th joins -> only what moves to it is
+  revoked; a worker is killed -> its tasks stay unassigned for scheduled.rebalance.max.delay.ms
+  and go back to it when it returns in time; another is killed and stays away -> its tasks
+  are reassigned only after the delay.
+
+What is compared between the brokers: the final assignment's shape (connectors and tasks
+per live worker, sorted), each task running on exactly one live worker, and the rebalance
+rounds (generations the workers' logs say they joined) of each step; on each broker the
+workers' generations are checked against the broker's own account (kcoord's journal,
+Kafka's server log). Eager member ids are random, so which worker gets what differs.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from kcoord.testing.connect import ConnectCluster, ConnectUnavailable, classpath, verifiable_source_config
+from kcoord.testing.plugin import REFERENCE_KAFKA_CONFIG, KcoordHandle, start_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("connect")]
+
+CONNECTORS = {"src-a": 4, "src-b": 4}
+SESSION_MS = 6_000
+MAX_DELAY_MS = 10_000
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _connect_jars():
+    if shutil.which("java") is None:
+        pytest.fail("Kafka Connect needs Java 17+ on PATH (apt-get install openjdk-17-jre-headless)")
+    try:
+        classpath()
+    except ConnectUnavailable as err:
+        pytest.fail(str(err))
+
+
+@pytest.fixture(scope="module")
+def kafka():
+    """A reference Kafka of the module's own: the session one's group runs long already."""
+    from kcoord.testing.reference_kafka import ReferenceKafka
+
+    broker = ReferenceKafka(REFERENCE_KAFKA_CONFIG).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+class Kcoord:
+    def __init__(self, tmp: Path):
+        self.journal = tmp / "events.jsonl"
+        self.thread = start_server(journal=str(self.journal))
+        self.bootstrap = KcoordHandle(self.thread).bootstrap
+
+    def rounds(self, group: str) -> list[int]:
+        """The generations kcoord's journal says the group's joins completed with."""
+        lines = (json.loads(line) for line in self.journal.read_text().splitlines() if line.strip())
+        return [e["generation"] for e in lines if e["group_id"] == group and e["kind"] == "join_completed"]
+
+    def close(self) -> None:
+        self.thread.stop()
+
+
+class Kafka:
+    def __init__(self, broker):
+        self.broker = broker
+        self.bootstrap = broker.bootstrap
+
+    def rounds(self, group: str) -> list[int]:
+        """The generations Kafka's server log says the group stabilized with."""
+        pattern = re.compile(rf"Stabilized group {re.escape(group)} generation (\d+)")
+        return [int(m.group(1)) for m in pattern.finditer(self.broker.log_path.read_text(errors="replace"))]
+
+    def close(self) -> None:
+        pass
+
+
+def _brokers(tmp_path, kafka):
+    """kcoord, then the reference Kafka: one Connect cluster at a time."""
+    kc = Kcoord(tmp_path)
+    try:
+        yield "kcoord", kc
+    finally:
+        kc.close()
+    yield "kafka", Kafka(kafka)
+
+
+def _shape(sample) -> list[tuple[int, int]]:
+    """(connectors, tasks) per worker, sorted: what the assignment looks like, not who got what."""
+    workers = set(sample.connectors.values()) | set(sample.tasks.values())
+    return sorted((sum(1 for w in sample.connectors.values() if w == wid), sum(1 for w in sample.tasks.values() if w == wid))
+                  for wid in workers)
+
+
+def _latest(cluster) -> dict[str, list[str]]:
+    """Each live worker's tasks in its latest assignment (incremental: the running set)."""
+    out = {}
+    for w in cluster.live:
+        held: set[str] = set()
+        for a in w.assignments():
+            if cluster.protocol == "eager":
+                held = set(a.tasks)
+            else:
+                held = (held - set(a.revoked_tasks)) | set(a.tasks)
+        out[w.worker_id] = sorted(held)
+    return out
+
+
+def _exactly_once(cluster, sample) -> None:
+    """Every task on exactly one live worker, by the REST status and by the workers' own logs."""
+    expected = {f"{c}-{i}" for c, n in CONNECTORS.items() for i in range(n)}
+    assert set(sample.tasks) == expected
+    held = _latest(cluster)
+    every = [t for tasks in held.values() for t in tasks]
+    assert sorted(every) == sorted(expected), held
+    for wid, tasks in held.items():
+        assert all(sample.tasks[t] == wid for t in tasks), (wid, tasks, sample.tasks)
+
+
+def _step(cluster, label, fn, workers, timeout=90.0, **kw):
+    began = time.monotonic()
+    before = len(cluster.generations())
+    fn()
+    sample = cluster.wait_running(CONNECTORS, workers=workers, label=label, timeout=timeout, stable_for=2.0, **kw)
+    _exactly_once(cluster, sample)
+    return {"label": label, "seconds": round(time.monotonic() - began, 1),
+            "rounds": len(cluster.generations()) - before, "shape": _shape(sample), "sample": sample}
+
+
+def _start(cluster, n=3):
+    def go():
+        cluster.add_workers(n)
+        for name, tasks in CONNECTORS.items():
+            cluster.create_connector(name, verifiable_source_config(f"{cluster.group_id}-{name}", tasks))
+    return go
+
+
+def _report(outcomes):
+    for broker, steps in outcomes.items():
+        print(f"\n{broker}: " + "; ".join(f"{s['label']} {s['seconds']} s, {s['rounds']} rounds, {s['shape']}"
+                                          for s in steps))
+
+
+def _check_rounds(broker, cluster):
+    """The broker's own count of the group's rounds matches the generations the workers saw."""
+    seen = cluster.generations()
+    told = broker.rounds(cluster.group_id)
+    assert set(seen) <= set(told), (seen, told)
+
+
+def test_eager_workers_join_leave_and_die(tmp_path, kafka):
+    outcomes = {}
+    for name, broker in _brokers(tmp_path, kafka):
+        with ConnectCluster(broker.bootstrap, protocol="eager", session_timeout_ms=SESSION_MS,
+                            workdir=tmp_path / f"eager-{name}") as cluster:
+            steps = [_step(cluster, "start 3", _start(cluster), workers=3)]
+            steps.append(_step(cluster, "add 4th", lambda: cluster.add_worker(), workers=4))
+            steps.append(_step(cluster, "stop 1", lambda: cluster.stop(cluster.workers[1]), workers=3))
+            killed = time.monotonic()
+            steps.append(_step(cluster, "kill 1", lambda: cluster.kill(cluster.workers[2]), workers=2))
+            # Eager: nobody runs the dead worker's tasks until the session timeout ends it.
+            assert time.monotonic() - killed >= SESSION_MS / 1000 - 1
+            _check_rounds(broker, cluster)
+            # Eager: every round revokes everything; every assignment is whole.
+            assert all(a.protocol_version == 0 and not a.revoked_tasks
+                       for w in cluster.workers for a in w.assignments())
+            outcomes[name] = steps
+    _report(outcomes)
+    for k, f in zip(outcomes["kcoord"], outcomes["kafka"]):
+        assert k["shape"] == f["shape"], (k["label"], k["shape"], f["shape"])
+    # Membership changes take the same number of rounds (start-up's depend on when the
+    # connectors' configs land, so only those after it are compared).
+    assert [s["rounds"] for s in outcomes["kcoord"][1:]] == [s["rounds"] for s in outcomes["kafka"][1:]]
