@@ -407,8 +407,14 @@ class ConnectCluster:
                 continue
             self.timeline.pop()
             live = {w.worker_id for w in self.live}
-            ok = (all(s.connectors.get(c) in live for c in tasks)
-                  and all(s.tasks.get(f"{c}-{i}") in live for c, n in tasks.items() for i in range(n))
+            held = self.held()
+            by_log = {item: wid for wid, (conns, ts) in held.items() for item in (*conns, *ts)}
+            # The status topic keeps a dead worker's last word: a worker restarted on its port
+            # (same worker id) looks RUNNING at once. So the workers' own logs must agree.
+            ok = (all(s.connectors.get(c) in live and by_log.get(c) == s.connectors[c] for c in tasks)
+                  and all(s.tasks.get(t) in live and by_log.get(t) == s.tasks[t]
+                          for t in (f"{c}-{i}" for c, n in tasks.items() for i in range(n)))
+                  and sum(len(c) + len(t) for c, t in held.values()) == len(by_log)
                   and (workers is None or len(set(s.tasks.values()) | set(s.connectors.values())) >= workers))
             if ok:
                 since = since or time.monotonic()
@@ -422,6 +428,16 @@ class ConnectCluster:
         raise TimeoutError(f"not all of {tasks} RUNNING on live workers within {timeout:.0f} s: {last}\n"
                            + "\n".join(f"--- {w.name} ({'up' if w.alive else 'down'})\n{w.log_tail(15)}"
                                        for w in self.workers))
+
+    def held(self) -> dict[str, tuple[list[str], list[str]]]:
+        """What each live worker runs by its own log: its latest assignment's (connectors,
+        tasks). Under every protocol version the line lists the whole set kept (revoked ones
+        are listed apart), by worker id."""
+        out = {}
+        for w in self.live:
+            got = w.assignments()
+            out[w.worker_id] = (got[-1].connectors, got[-1].tasks) if got else ([], [])
+        return out
 
     def assignments(self) -> dict[str, list[Assignment]]:
         """Each worker's "got assignment" log lines, by worker name."""

@@ -108,17 +108,8 @@ def _shape(sample) -> list[tuple[int, int]]:
 
 
 def _latest(cluster) -> dict[str, list[str]]:
-    """Each live worker's tasks in its latest assignment (incremental: the running set)."""
-    out = {}
-    for w in cluster.live:
-        held: set[str] = set()
-        for a in w.assignments():
-            if cluster.protocol == "eager":
-                held = set(a.tasks)
-            else:
-                held = (held - set(a.revoked_tasks)) | set(a.tasks)
-        out[w.worker_id] = sorted(held)
-    return out
+    """Each live worker's tasks by its own log."""
+    return {wid: sorted(tasks) for wid, (_, tasks) in cluster.held().items()}
 
 
 def _exactly_once(cluster, sample) -> None:
@@ -183,6 +174,89 @@ def test_eager_workers_join_leave_and_die(tmp_path, kafka):
     _report(outcomes)
     for k, f in zip(outcomes["kcoord"], outcomes["kafka"]):
         assert k["shape"] == f["shape"], (k["label"], k["shape"], f["shape"])
+    assert [s["rounds"] for s in outcomes["kcoord"][1:]] == [s["rounds"] for s in outcomes["kafka"][1:]]
     # Membership changes take the same number of rounds (start-up's depend on when the
     # connectors' configs land, so only those after it are compared).
+    assert [s["rounds"] for s in outcomes["kcoord"][1:]] == [s["rounds"] for s in outcomes["kafka"][1:]]
+
+
+def _since(cluster, mark):
+    """Each worker's assignments after `mark` (a count per worker name)."""
+    return {w.name: w.assignments()[mark.get(w.name, 0):] for w in cluster.workers}
+
+
+def _mark(cluster):
+    return {w.name: len(w.assignments()) for w in cluster.workers}
+
+
+def _follower_with_tasks(cluster, sample):
+    """A live worker that is not the leader and runs tasks (the leader holds the lost-task bookkeeping)."""
+    leader = next(a.leader for w in cluster.live for a in reversed(w.assignments()) if a.leader)
+    for w in cluster.live:
+        if f"-{w.worker_id}-" not in f"-{leader.removeprefix('connect-')}" and w.worker_id in sample.tasks.values():
+            return w
+    raise AssertionError(f"no follower with tasks (leader {leader}): {sample}")
+
+
+def _kill_and_watch(cluster, victim, sample, returns: bool):
+    """Kill `victim`; until the survivors are told to wait (an assignment with a delay), then
+    check none of them took its tasks; restart it if `returns`. What was lost and the delay."""
+    lost = {t for t, wid in sample.tasks.items() if wid == victim.worker_id}
+    mark = _mark(cluster)
+    cluster.kill(victim)
+    deadline = time.monotonic() + SESSION_MS / 1000 + 20
+    while time.monotonic() < deadline:
+        delayed = [a for name, got in _since(cluster, mark).items() for a in got if a.delay > 0]
+        if delayed:
+            break
+        time.sleep(0.5)
+    else:
+        raise AssertionError(f"no survivor was told to wait after the kill: {_since(cluster, mark)}")
+    held = {t for tasks in _latest(cluster).values() for t in tasks}
+    assert not lost & held, (lost, held)
+    if returns:
+        cluster.restart(victim)
+    return lost, max(a.delay for a in delayed)
+
+
+def test_sessioned_workers_revoke_only_what_moves_and_wait_for_the_lost(tmp_path, kafka):
+    outcomes = {}
+    for name, broker in _brokers(tmp_path, kafka):
+        with ConnectCluster(broker.bootstrap, protocol="sessioned", session_timeout_ms=SESSION_MS,
+                            max_delay_ms=MAX_DELAY_MS, workdir=tmp_path / f"sessioned-{name}") as cluster:
+            steps = [_step(cluster, "start 3", _start(cluster), workers=3)]
+            assert all(a.protocol_version == 2 for w in cluster.workers for a in w.assignments())
+
+            # A 4th worker: only what moves to it is revoked, everything else keeps running.
+            mark = _mark(cluster)
+            steps.append(_step(cluster, "add 4th", lambda: cluster.add_worker(), workers=4))
+            before, after = steps[0]["sample"].tasks, steps[1]["sample"].tasks
+            moved = {t for t in before if after[t] != before[t]}
+            revoked = [t for got in _since(cluster, mark).values() for a in got for t in a.revoked_tasks]
+            assert moved and sorted(revoked) == sorted(moved), (moved, revoked)
+            assert {after[t] for t in moved} == {cluster.workers[3].worker_id}
+
+            # Killed, back within the delay: its tasks wait for it and go back to it.
+            victim = _follower_with_tasks(cluster, steps[-1]["sample"])
+            began, gens = time.monotonic(), len(cluster.generations())
+            lost, delay = _kill_and_watch(cluster, victim, steps[-1]["sample"], returns=True)
+            assert 0 < delay <= MAX_DELAY_MS
+            steps.append(_step(cluster, "kill 1, back in time", lambda: None, workers=4, timeout=60))
+            steps[-1].update(seconds=round(time.monotonic() - began, 1), rounds=len(cluster.generations()) - gens)
+            assert {steps[-1]["sample"].tasks[t] for t in lost} == {victim.worker_id}
+
+            # Killed for good: its tasks go to the others only once the delay has run out.
+            victim = _follower_with_tasks(cluster, steps[-1]["sample"])
+            began, gens = time.monotonic(), len(cluster.generations())
+            lost, delay = _kill_and_watch(cluster, victim, steps[-1]["sample"], returns=False)
+            told = time.monotonic()
+            steps.append(_step(cluster, "kill 1 for good", lambda: None, workers=3, timeout=60))
+            steps[-1].update(seconds=round(time.monotonic() - began, 1), rounds=len(cluster.generations()) - gens)
+            assert time.monotonic() - told >= delay / 1000 - 2, (delay, time.monotonic() - told)
+            assert victim.worker_id not in {steps[-1]["sample"].tasks[t] for t in lost}
+            _check_rounds(broker, cluster)
+            outcomes[name] = steps
+    _report(outcomes)
+    for k, f in zip(outcomes["kcoord"], outcomes["kafka"]):
+        assert k["shape"] == f["shape"], (k["label"], k["shape"], f["shape"])
     assert [s["rounds"] for s in outcomes["kcoord"][1:]] == [s["rounds"] for s in outcomes["kafka"][1:]]
