@@ -2,21 +2,40 @@
 from __future__ import annotations
 
 from kcoord.admin.http import HttpError, HttpResponse
+from kcoord.connect_protocol import decode_assignment, decode_metadata, held
 from kcoord.protocol_client import consumer_assignment
 
 
-def _member(m) -> dict:
+def _connect(group, m) -> dict:
+    """A Connect worker's decoded metadata (url, config offset, previous allocation) and assignment."""
+    meta = None
+    if group.protocol_name is not None:
+        try:
+            meta = decode_metadata(m.metadata(group.protocol_name))
+        except KeyError:
+            pass
+    assignment = decode_assignment(m.assignment)
+    connectors, tasks = held(meta, assignment)
+    return {"metadata": meta.to_json() if meta else None,
+            "assignment": assignment.to_json() if assignment else None,
+            "held": {"connectors": connectors, "tasks": tasks}}
+
+
+def _member(group, m) -> dict:
+    connect = group.protocol_type == "connect"
+    partitions = [] if connect else consumer_assignment(m.assignment)
+    extra = {"connect": _connect(group, m)} if connect else {}
     return {"member_id": m.member_id, "instance_id": m.instance_id, "client_id": m.client_id,
             "client_host": m.client_host, "session_timeout_ms": m.session_timeout_ms,
             "rebalance_timeout_ms": m.rebalance_timeout_ms,
-            "assignment": [{"topic": t, "partition": p} for t, p in consumer_assignment(m.assignment)]}
+            "assignment": [{"topic": t, "partition": p} for t, p in partitions], **extra}
 
 
 def group_json(core, group) -> dict:
     offsets = core.offsets.all(group.group_id)
     return {"group_id": group.group_id, "state": str(group.state), "generation": group.generation,
             "protocol_type": group.protocol_type, "protocol": group.protocol_name, "leader": group.leader_id,
-            "members": [_member(m) for m in group.members.values()],
+            "members": [_member(group, m) for m in group.members.values()],
             "offsets": [{"topic": t, "partition": p, "offset": v.offset, "metadata": v.metadata,
                          "commit_ms": v.commit_ms} for (t, p), v in sorted(offsets.items())]}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
+from kcoord.connect_protocol import ERRORS, decode_assignment, decode_metadata, held
 from kcoord.protocol_client import Admin, ProtocolError, consumer_assignment
 
 
@@ -50,6 +51,37 @@ def describe_rows(admin: Admin, group_id: str) -> tuple[object, list[list[str]]]
     return group, rows
 
 
+def _names(items: list[str]) -> str:
+    return ",".join(items) or "-"
+
+
+def connect_rows(group) -> tuple[list[str], list[list[str]]]:
+    """One row per Connect worker: its url and config offset (JoinGroup metadata) and what the
+    leader assigned it (SyncGroup assignment), decoded."""
+    rows, notes = [], []
+    for m in group.members:
+        meta = decode_metadata(m.member_metadata or b"")
+        a = decode_assignment(m.member_assignment or b"")
+        connectors, tasks = held(meta, a)
+        rows.append([m.member_id, m.get("group_instance_id") or "-", m.client_host,
+                     meta.url if meta and meta.url else "-", "-" if meta is None else meta.config_offset,
+                     _names(connectors), _names(tasks),
+                     _names(a.connectors + a.tasks) if a else "-",
+                     _names(a.revoked_connectors + a.revoked_tasks) if a else "-", a.delay if a else "-"])
+        if a is not None and a.leader and not notes:
+            notes.append(f"leader {a.leader} at {a.leader_url}, config offset {a.config_offset}, "
+                         f"assignment version {a.version}")
+        if a is not None and a.error:
+            notes.append(f"member {m.member_id}: assignment error {a.error} ({ERRORS.get(a.error, '?')})")
+    return notes, rows
+
+
+# CONNECTORS/TASKS: what the worker runs; ASSIGNED/REVOKED: what the last round's assignment
+# added and took away (eager: ASSIGNED is everything it runs).
+CONNECT_HEADER = ["MEMBER-ID", "INSTANCE-ID", "HOST", "WORKER-URL", "CONFIG-OFFSET", "CONNECTORS", "TASKS",
+                  "ASSIGNED", "REVOKED", "DELAY-MS"]
+
+
 def run_groups(args) -> int:
     try:
         with Admin(args.bootstrap) as admin:
@@ -57,6 +89,16 @@ def run_groups(args) -> int:
                 groups = admin.list_groups()
                 print(_table([list(g) for g in groups], ["GROUP", "PROTOCOL-TYPE", "STATE"]) if groups
                       else "no groups")
+                return 0
+            group = admin.describe_group(args.describe)
+            if group.protocol_type == "connect":
+                notes, rows = connect_rows(group)
+                print(f"group {args.describe}: state {group.group_state}, protocol type connect, protocol "
+                      f"{group.protocol_data or '-'}, {len(group.members)} workers")
+                for note in notes:
+                    print(note)
+                if rows:
+                    print(_table(rows, CONNECT_HEADER))
                 return 0
             group, rows = describe_rows(admin, args.describe)
             print(f"group {args.describe}: state {group.group_state}, protocol {group.protocol_data or '-'}, "

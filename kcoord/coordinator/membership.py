@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from typing import Callable
 
+from kcoord.connect_protocol import decode_assignment, decode_metadata, journal_summary
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
 from kcoord.coordinator.events import RebalanceCause as Cause
@@ -407,7 +408,7 @@ class ClassicMembership:
         if group.is_in(S.COMPLETING_REBALANCE):
             member.sync_callback = respond
             if group.is_leader(req.member_id):
-                ctx.emit(K.ASSIGNMENT_RECEIVED, group, member=member)
+                ctx.emit(K.ASSIGNMENT_RECEIVED, group, member=member, **_connect_details(group, req.assignments))
                 for m in group.members.values():
                     m.assignment = req.assignments.get(m.member_id, b"")
                 before = ctx.transition(group, S.STABLE)
@@ -541,3 +542,21 @@ class ClassicMembership:
             self.prepare_rebalance(group, "dynamic members were not restored after a coordinator restart",
                                    Cause.COORDINATOR_RESTART)
         return group
+
+
+def _connect_details(group: Group, assignments: dict[str, bytes]) -> dict:
+    """For a Connect group, the journal's `details.connect`: each member's decoded assignment
+    (leader, connectors, tasks, revoked, delay), by member id."""
+    if group.protocol_type != "connect":
+        return {}
+    out = {}
+    for mid, data in assignments.items():
+        a = decode_assignment(data)
+        if a is None:
+            continue
+        member = group.members.get(mid)
+        meta = None
+        if member is not None and group.protocol_name in member.protocol_names():
+            meta = decode_metadata(member.metadata(group.protocol_name))
+        out[mid] = journal_summary(a, meta)
+    return {"connect": out}
