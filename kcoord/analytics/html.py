@@ -71,6 +71,37 @@ def _table(rows: list[dict], cols: list[str], fmt=None) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def connect_section(summary: dict, max_groups: int = 10) -> str:
+    """The Connect view: per Connect group, a timeline of which worker holds which task, its
+    rebalances (rounds, tasks moved and revoked, unassigned time, scheduled delays) and rounds."""
+    from kcoord.analytics.connect import rebalance_summary, timeline_figure
+
+    connect = summary.get("connect") or {}
+    rounds, holdings = connect.get("rounds") or [], connect.get("holdings") or []
+    if not rounds:
+        return ""
+    groups = sorted({r["group_id"] for r in rounds})
+    parts = [f"<h2>Kafka Connect groups</h2><p>{len(groups)} Connect groups, {len(rounds)} rounds. A rebalance "
+             "runs from a change until a round revokes nothing, asks nobody to wait and leaves no task "
+             "unassigned.</p>"]
+    ms = {"start_ms": _when, "end_ms": _when, "time_ms": _when}
+    lists = {f: (lambda v: ",".join(v or []) or "-") for f in
+             ("tasks_moved", "tasks_revoked", "connectors_revoked", "tasks_unassigned")}
+    for g in groups[:max_groups]:
+        rs = [r for r in rounds if r["group_id"] == g]
+        parts.append(f"<h3>{html.escape(g)}</h3>")
+        fig = timeline_figure(holdings, rs, g)
+        if fig is not None:
+            parts.append(f'<img src="{_png(fig)}" alt="Connect timeline of {html.escape(g)}">')
+        parts.append(_table(rebalance_summary(rs), ["rebalance_seq", "start_ms", "end_ms", "generations", "rounds",
+                                                    "tasks_moved", "tasks_revoked", "unassigned_ms",
+                                                    "max_delay_ms", "settled"], ms))
+        parts.append(_table(rs[-200:], ["generation", "time_ms", "rebalance_seq", "round", "workers", "tasks_held",
+                                        "tasks_assigned", "tasks_moved", "tasks_revoked", "tasks_unassigned",
+                                        "unassigned_ms", "delay_ms", "settled"], {**ms, **lists}))
+    return "\n".join(parts)
+
+
 def write_report(summary: dict, path) -> None:
     p = plots(summary)
     ms = {"start_ms": _when, "end_ms": _when, "hour_ms": _when}
@@ -99,6 +130,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}th{{background:#eee
 <h2>Longest rebalances</h2>
 {_table(slow, ['group_id', 'start_ms', 'duration_ms', 'cause', 'trigger_member', 'generation_from', 'generation_to',
                'members_affected', 'outcome'], ms)}
+{connect_section(summary)}
 </body></html>"""
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(doc)

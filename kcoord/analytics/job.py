@@ -271,6 +271,54 @@ def compute(spark, files: list[tuple[str, str]], *, journal_lines=None, offsets_
     return events, rebalances, hourly, skips
 
 
+def connect_schemas():
+    from pyspark.sql.types import (ArrayType, BooleanType, IntegerType, LongType, StringType, StructField,
+                                   StructType)
+
+    from kcoord.analytics import connect as cx
+
+    def kind(f):
+        if f in cx.LIST_FIELDS:
+            return ArrayType(StringType())
+        if f in ("time_ms", "unassigned_ms", "from_ms", "to_ms"):
+            return LongType()
+        if f == "settled":
+            return BooleanType()
+        if f in ("rebalance_seq", "round", "generation", "workers", "tasks_held", "tasks_assigned", "delay_ms"):
+            return IntegerType()
+        return StringType()
+    return (StructType([StructField(f, kind(f)) for f in cx.ROUND_FIELDS]),
+            StructType([StructField(f, kind(f)) for f in cx.HOLDING_FIELDS]))
+
+
+def connect_tables(spark, files, journal_lines=None):
+    """(connect_rounds, connect_holdings) DataFrames from the journal's Connect records
+    (kcoord.analytics.connect): per group, on the executors."""
+    from kcoord.analytics import connect as cx
+
+    sc = spark.sparkContext
+    rdds = []
+    paths = [p for p, k in files if k == "journal"]
+    if paths:
+        rdds.append(sc.textFile(",".join(paths)))
+    if journal_lines is not None:
+        rdds.append(journal_lines)
+    rows = (sc.union(rdds) if len(rdds) > 1 else rdds[0] if rdds else sc.emptyRDD())
+    rows = (rows.map(cx.parse_line).filter(lambda x: x is not None).groupByKey()
+            .flatMap(lambda kv: _tagged(cx.rounds_for_group(kv[1]))).cache())
+    round_schema, holding_schema = connect_schemas()
+    rounds = spark.createDataFrame(rows.filter(lambda t: t[0] == "r").map(
+        lambda t: tuple(t[1][f] for f in cx.ROUND_FIELDS)), round_schema)
+    holdings = spark.createDataFrame(rows.filter(lambda t: t[0] == "h").map(
+        lambda t: tuple(t[1][f] for f in cx.HOLDING_FIELDS)), holding_schema)
+    return rounds, holdings
+
+
+def _tagged(pair):
+    rounds, holdings = pair
+    return [("r", r) for r in rounds] + [("h", h) for h in holdings]
+
+
 def summarise(events, rebalances, hourly) -> dict:
     from pyspark.sql import functions as F
 
@@ -410,6 +458,17 @@ def _write_outputs(spark, out: Path, files, lines, since, until, inputs: int, of
     rebalances.write.mode("overwrite").parquet(str(out / "rebalances"))
     hourly.write.mode("overwrite").parquet(str(out / "group_hourly"))
     summary = summarise(events, rebalances, hourly)
+    connect_rounds, connect_holdings = connect_tables(spark, files, lines)
+    since_ms, until_ms = parse_time(since), parse_time(until)
+    if since_ms is not None:
+        connect_rounds = connect_rounds.where(connect_rounds.time_ms >= since_ms)
+    if until_ms is not None:
+        connect_rounds = connect_rounds.where(connect_rounds.time_ms < until_ms)
+    connect_rounds.write.mode("overwrite").parquet(str(out / "connect_rounds"))
+    connect_holdings.write.mode("overwrite").parquet(str(out / "connect_holdings"))
+    summary["connect"] = {"rounds": [r.asDict() for r in connect_rounds.orderBy("group_id", "time_ms")
+                                     .limit(20_000).collect()],
+                          "holdings": [r.asDict() for r in connect_holdings.limit(100_000).collect()]}
     summary["skips"] = skips
     summary["inputs"] = inputs
     write_report(summary, out / "report.html")
@@ -420,4 +479,4 @@ def _print_done(summary: dict, out: Path, stream, took: str) -> None:
     skips = summary["skips"]
     print(f"[report] {summary['events']} events, {summary['rebalance_count']} rebalances in {summary['groups']} "
           f"groups; skipped {sum(skips.values())} lines {dict(skips) if skips else ''}; {took}; "
-          f"wrote {out}/{{events,rebalances,group_hourly}} and {out / 'report.html'}", file=stream, flush=True)
+          f"wrote {out}/{{events,rebalances,group_hourly,connect_rounds,connect_holdings}} and {out / 'report.html'}", file=stream, flush=True)
