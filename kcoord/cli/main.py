@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
 import signal
 import sys
@@ -324,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=getattr(args, "log_level", "WARNING").upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if args.command == "serve":
+        # `kill -USR1 PID` prints every thread's stack to stderr: how to see where a server
+        # that does not stop (or answer) is waiting, without stopping it.
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         try:
             _check_files(args)
             cfg = config_from_args(args)

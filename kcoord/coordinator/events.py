@@ -38,7 +38,6 @@ class RebalanceCause(enum.StrEnum):
     STATIC_REPLACEMENT = "static_replacement"
     MEMBER_FAILED = "member_failed"
     MEMBER_LEFT = "member_left"
-    COORDINATOR_RESTART = "coordinator_restart"
     OTHER = "other"         # forced by a fault rule or on request
 
 

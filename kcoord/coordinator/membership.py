@@ -509,26 +509,23 @@ class ClassicMembership:
 
     # ======================================================== durable state
     def load_group(self, record: dict) -> Group:
-        """Rebuild a group from its metadata record after a restart.
-
-        Static members come back with their assignment and a fresh session timer,
-        so a static member that keeps heartbeating carries on without a rebalance.
-        Dynamic members are not restored: they must rejoin, as after a coordinator
-        failover. When that leaves static members holding only part of the
-        assignment, a rebalance starts so the departed members' partitions move.
+        """Rebuild a group from its metadata record after a restart, as Kafka's coordinator
+        loads a group from `__consumer_offsets` after a failover: every member of the last
+        written generation comes back with its assignment and a fresh session timer (Stable,
+        or Empty without members), so members that keep heartbeating carry on without a
+        rebalance and those that are gone expire after their session timeout.
         """
         ctx = self.ctx
         now = ctx.now()
         group = Group(record["group_id"], record["created_ms"], generation=record["generation"],
                       protocol_type=record["protocol_type"], emptied_at_ms=record.get("emptied_at_ms"),
                       state_ms=record.get("state_ms"))
-        kept = [m for m in record["members"] if m["instance_id"] is not None]
-        for m in kept:
+        for m in record["members"]:
             group.add(Member(m["member_id"], m["instance_id"], m["client_id"], m["client_host"],
                              m["rebalance_timeout_ms"], m["session_timeout_ms"], m["protocol_type"],
                              [tuple(p) for p in m["protocols"]], assignment=m["assignment"]))
         ctx.groups[group.group_id] = group
-        if not kept:
+        if not record["members"]:
             group.load_state(S.EMPTY)
             group.emptied_at_ms = group.emptied_at_ms or now
             return group
@@ -538,9 +535,6 @@ class ClassicMembership:
         group.load_state(S.STABLE)
         for member in group.members.values():
             self._schedule_heartbeat(group, member, member.session_timeout_ms)
-        if len(kept) < len(record["members"]):
-            self.prepare_rebalance(group, "dynamic members were not restored after a coordinator restart",
-                                   Cause.COORDINATOR_RESTART)
         return group
 
 

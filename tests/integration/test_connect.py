@@ -302,35 +302,31 @@ def test_kcoord_restarted_under_a_connect_cluster(tmp_path, how):
     offset and status topics and the group come back; no task is lost, none runs twice (at any
     moment polled, by the workers' logs), and the describe output decodes what the workers hold.
 
-    kcoord restores no dynamic member after a restart (docs/operations.md): the workers' next
-    heartbeats get UNKNOWN_MEMBER_ID and they rejoin an empty group. kcoord runs here with its
-    (and Kafka's) default group.initial.rebalance.delay.ms of 3 s, so they all make the first
-    round and the new leader sees every worker's previous allocation. With the delay at 0 the
-    first worker back leads a group of one and takes every connector and task while the others
-    still run theirs: tasks run twice until the next round revokes them."""
+    kcoord restores every member after a restart, as Kafka reloads a group after a failover
+    (docs/operations.md): the workers keep heartbeating and the group carries on. It runs with
+    group.initial.rebalance.delay.ms 0, where a kcoord that forgot its dynamic members let the
+    first worker back lead a group of one and take every task while the others still ran theirs."""
     import signal as sig
 
     from kcoord.cli.groups import connect_rows
     from kcoord.protocol_client import Admin
-    from tests.integration.test_durable_state import _free_port, _serve
+    from tests.integration.test_durable_state import _free_port, _serve, stop_server
 
     port = _free_port()
     bootstrap = f"127.0.0.1:{port}"
     data = tmp_path / "data"
     log = open(tmp_path / "kcoord.log", "w")
-    delay = ("--initial-rebalance-delay-ms", "3000")  # _serve's 0 would not do: see above
-    server = _serve(data, port, log=log, extra=delay)
+    server = _serve(data, port, log=log)
     try:
         with ConnectCluster(bootstrap, protocol="sessioned", session_timeout_ms=SESSION_MS,
                             max_delay_ms=MAX_DELAY_MS, workdir=tmp_path / "connect") as cluster:
             before = _step(cluster, "start 3", _start(cluster), workers=3)["sample"]
-            server.send_signal(sig.SIGTERM if how == "sigterm" else sig.SIGKILL)
-            server.wait(15)
+            stop_server(server, sig.SIGTERM if how == "sigterm" else sig.SIGKILL, tmp_path / "kcoord.log")
             down = time.monotonic()
             while time.monotonic() - down < 3:   # the workers run on without a coordinator
                 _disjoint(cluster)
                 time.sleep(0.5)
-            server = _serve(data, port, log=log, extra=delay)
+            server = _serve(data, port, log=log)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:  # the group finds its coordinator again
                 _disjoint(cluster)

@@ -273,7 +273,7 @@ def test_coordinator_restart_under_consumers(tmp_path, tools, how):
     --data-dir. The producer retries through it, the group recovers full assignment,
     every acked record is consumed and commits never go back: what Kafka's system tests
     check across a broker bounce."""
-    from tests.integration.test_durable_state import _free_port, _serve
+    from tests.integration.test_durable_state import _free_port, _serve, stop_server
 
     port = _free_port()
     b = f"127.0.0.1:{port}"
@@ -290,8 +290,7 @@ def test_coordinator_restart_under_consumers(tmp_path, tools, how):
                 for i in range(2)]
         wait_assigned(live, PARTITIONS)
         producer.wait_acked(RECORDS // 4)
-        server.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGKILL)
-        server.wait(15)
+        stop_server(server, signal.SIGTERM if how == "sigterm" else signal.SIGKILL, tmp_path / "kcoord.log")
         server = _serve(tmp_path / "data", port, log=log)
         producer.wait_done(90)
         errors = [e for e in producer.events if e.get("name") == "producer_send_error"]

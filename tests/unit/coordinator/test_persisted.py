@@ -39,21 +39,28 @@ def test_static_members_come_back_stable_with_their_assignment_and_session_timer
     assert ids[0] not in fresh.group().members
 
 
-def test_dynamic_members_are_dropped_and_a_rebalance_starts_for_the_rest():
+def test_dynamic_members_come_back_too_and_carry_on_without_a_rebalance():
+    # As Kafka reloads a classic group from __consumer_offsets after a failover: every member.
     h = Harness(initial_rebalance_delay_ms=3000)
     ids, gen = _stable_group(h, static=("s1",), dynamic=1)
     fresh, group = _reloaded(h, h.c.persisted_group("g"))
-    assert list(group.members) == [ids[0]] and group.state is S.PREPARING_REBALANCE
-    assert fresh.heartbeat(ids[1], gen) == ErrorCode.UNKNOWN_MEMBER_ID
-    assert fresh.events[-1].kind == E.REBALANCE_STARTED
+    assert (group.state, group.generation, sorted(group.members)) == (S.STABLE, gen, sorted(ids))
+    assert group.leader_id == ids[0]
+    assert fresh.heartbeat(ids[1], gen) == ErrorCode.NONE
+    assert fresh.sync(ids[1], gen).result.assignment == f"a-{ids[1]}".encode()
+    assert not [e for e in fresh.events if e.kind == E.REBALANCE_STARTED]
 
 
-def test_a_group_of_dynamic_members_only_comes_back_empty_with_its_generation():
+def test_a_reloaded_member_that_stays_away_expires_after_its_session_timeout():
     h = Harness(initial_rebalance_delay_ms=3000)
-    _, gen = _stable_group(h, static=(), dynamic=2)
+    ids, gen = _stable_group(h, static=(), dynamic=2)
     fresh, group = _reloaded(h, h.c.persisted_group("g"))
-    assert (group.state, group.generation, group.size, group.protocol_type) == (S.EMPTY, gen, 0, "consumer")
-    assert group.emptied_at_ms == fresh.c.now()
+    assert (group.state, group.generation, group.size, group.protocol_type) == (S.STABLE, gen, 2, "consumer")
+    for _ in range(3):  # the first member keeps heartbeating, the second never comes back
+        fresh.advance(4000)
+        assert fresh.heartbeat(ids[0], gen) in (ErrorCode.NONE, ErrorCode.REBALANCE_IN_PROGRESS)
+    assert ids[1] not in fresh.group().members
+    assert [e.kind for e in fresh.events if e.kind == E.REBALANCE_STARTED] == [E.REBALANCE_STARTED]
 
 
 def test_offsets_reload_and_a_group_without_metadata_is_simple():
