@@ -33,6 +33,9 @@ log = logging.getLogger("kcoord.coordinator")
 class TopicCatalog(Protocol):
     def partition_exists(self, topic: str, partition: int) -> bool: ...
 
+    # The consumer group protocol reads `topics` too (name -> a topic with `topic_id`, `partitions`
+    # and `internal`), as kcoord.log.topics.TopicStore has it; a catalog without it has no topics.
+
 
 @dataclass
 class _Operation:
@@ -49,6 +52,8 @@ class CoordinatorContext:
         self.topics = topics
         self.bus = bus
         self.groups: dict[str, Group] = {}
+        # Consumer groups (KIP-848, consumer_protocol.py). A group id names one group of either kind.
+        self.consumer_groups: dict = {}
         self.offsets = OffsetStore()
         # Groups this node pretends not to coordinate right now (None: every group), and the
         # error that says so: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or

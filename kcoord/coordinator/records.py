@@ -32,7 +32,17 @@ class OffsetCommitRecord:
     value: CommittedOffset | None
 
 
-Record = Union[GroupMetadataRecord, OffsetCommitRecord]
+@dataclass(frozen=True)
+class ConsumerGroupRecord:
+    """A consumer group (KIP-848) as a whole: epochs, members with their subscriptions and
+    current assignments, the target assignment; or its tombstone (value None). kcoord's own
+    record: Kafka keeps the same facts in several record types (metadata, member, target
+    assignment, current assignment), which kcoord does not write to __consumer_offsets yet."""
+    group_id: str
+    value: dict | None
+
+
+Record = Union[GroupMetadataRecord, OffsetCommitRecord, ConsumerGroupRecord]
 
 
 class RecordSink(Protocol):

@@ -42,7 +42,7 @@ from typing import Callable, Iterable
 
 from kcoord.coordinator.config import offsets_partition_for
 from kcoord.coordinator.offsets import CommittedOffset
-from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record
 from wire import records as R
 
 TOPIC = "__consumer_offsets"
@@ -316,6 +316,8 @@ class OffsetsTopic:
         now = self.now_ms()
         grouped: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
         for record in records:
+            if isinstance(record, ConsumerGroupRecord):
+                continue  # kcoord's own record: not yet written in Kafka's consumer group schemas
             topic_id = None
             if isinstance(record, OffsetCommitRecord):
                 committed = self.topics.get(record.topic)
