@@ -210,6 +210,10 @@ class ConsumerProtocol:
                                   f"member {existing.member_id}.")
                 self._check_epoch(existing, req.member_epoch, owned)
                 member = existing
+        try:
+            self._assignors()
+        except NotImplementedError as err:  # kcoord.coordinator.assignors not written yet
+            raise Refused(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"no server assignor is available: {err}") from None
         regex_changed = (req.subscribed_topic_regex is not None
                          and req.subscribed_topic_regex != (member.subscribed_topic_regex or ""))
         if regex_changed and req.subscribed_topic_regex:
@@ -337,6 +341,10 @@ class ConsumerProtocol:
         if group.group_epoch <= group.assignment_epoch and set(group.target) >= set(group.members):
             return
         name = self._assignor_name(group)
+        if not group.subscribed_topics:
+            # Nothing to assign: every assignor would hand out nothing, so none is asked.
+            self._set_target(group, name, {m: {} for m in group.members})
+            return
         assignor = self._assignors()[name]
         specs = {m.member_id: MemberSpec(m.member_id, m.instance_id, m.rack_id,
                                          frozenset(self._member_topic_ids(m, topics)),
@@ -344,8 +352,10 @@ class ConsumerProtocol:
                  for m in group.members.values()}
         topic_specs = {tid: TopicSpec(tid, n, count) for n, (tid, count) in group.subscribed_topics.items()}
         computed = assignor.assign(specs, topic_specs)
-        new_target = {mid: {t: frozenset(ps) for t, ps in computed.get(mid, {}).items() if ps}
-                      for mid in group.members}
+        self._set_target(group, name, {mid: {t: frozenset(ps) for t, ps in computed.get(mid, {}).items() if ps}
+                                       for mid in group.members})
+
+    def _set_target(self, group: ConsumerGroup, name: str, new_target: dict) -> None:
         changed = new_target != group.target
         group.target = new_target
         group.assignor_name = name
