@@ -1,0 +1,74 @@
+"""Raw ConsumerGroupHeartbeat requests (KIP-848) over a socket, on kcoord and on the reference
+Kafka (`broker_any`): the same error codes, messages and epochs for invalid requests, unknown
+members, fenced epochs, joins and leaves."""
+import uuid
+
+from kcoord.protocol_client import Connection
+from kcoord.testing.brokers import create_topic
+from wire.errors import ErrorCode
+
+HEARTBEAT, DESCRIBE = 68, 69
+
+
+def _member_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _hb(conn, group, member_id, epoch, version=1, **fields):
+    body = {"group_id": group, "member_id": member_id, "member_epoch": epoch, "instance_id": None,
+            "rack_id": None, "rebalance_timeout_ms": -1, "subscribed_topic_names": None,
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": None}
+    body.update(fields)
+    if version < 1:
+        body.pop("subscribed_topic_regex")
+    answer = conn.call(HEARTBEAT, version, body)
+    return ErrorCode(answer.error_code).name, answer.error_message, answer.member_epoch, answer
+
+
+def _join(conn, group, member_id, topics):
+    return _hb(conn, group, member_id, 0, rebalance_timeout_ms=30000, subscribed_topic_names=topics,
+               topic_partitions=[])
+
+
+def test_invalid_requests_are_refused_as_kafka_refuses_them(broker_any):
+    group = f"cg-{uuid.uuid4().hex[:8]}"
+    with Connection.to(broker_any.bootstrap, 10.0) as conn:
+        assert _hb(conn, group, "", 0, rebalance_timeout_ms=30000, subscribed_topic_names=[],
+                   topic_partitions=[])[:2] == ("INVALID_REQUEST", "MemberId can't be empty.")
+        assert _hb(conn, group, _member_id(), 0, subscribed_topic_names=[], topic_partitions=[])[:2] == \
+            ("INVALID_REQUEST", "RebalanceTimeoutMs must be provided in first request.")
+        assert _hb(conn, group, _member_id(), 0, rebalance_timeout_ms=30000, subscribed_topic_names=[])[:2] == \
+            ("INVALID_REQUEST", "TopicPartitions must be empty when (re-)joining.")
+        assert _hb(conn, group, _member_id(), 0, rebalance_timeout_ms=30000, topic_partitions=[])[:2] == \
+            ("INVALID_REQUEST", "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                                "(re-)joining.")
+        assert _hb(conn, group, _member_id(), -2)[:2] == ("INVALID_REQUEST", "InstanceId can't be null.")
+        assert _hb(conn, group, _member_id(), -7)[:2] == ("INVALID_REQUEST", "MemberEpoch is invalid.")
+        error, message, _, _ = _hb(conn, group, _member_id(), 0, rebalance_timeout_ms=30000,
+                                   subscribed_topic_names=[], topic_partitions=[], server_assignor="no-such-assignor")
+        assert error == "UNSUPPORTED_ASSIGNOR"
+        assert message.startswith("ServerAssignor no-such-assignor is not supported. Supported assignors: ")
+
+
+def test_join_unknown_member_fenced_epoch_and_leave_as_kafka(broker_any):
+    group, topic = f"cg-{uuid.uuid4().hex[:8]}", f"cgt-{uuid.uuid4().hex[:8]}"
+    create_topic(broker_any.bootstrap, topic, 2)
+    member = _member_id()
+    with Connection.to(broker_any.bootstrap, 10.0) as conn:
+        error, message, epoch, answer = _join(conn, group, member, [topic])
+        assert (error, message, epoch, answer.member_id) == ("NONE", None, 1, member)
+        assert answer.heartbeat_interval_ms == 5000
+        assert answer.assignment is not None   # the first assignment (may be empty while Kafka computes it)
+        stranger = _member_id()
+        assert _hb(conn, group, stranger, 1)[:2] == (
+            "UNKNOWN_MEMBER_ID", f"Member {stranger} is not a member of group {group}.")
+        error, message, _, _ = _hb(conn, group, member, 5)
+        assert (error, message) == ("FENCED_MEMBER_EPOCH",
+                                    "The consumer group member has a greater member epoch (5) than the one known by "
+                                    "the group coordinator (1). The member must abandon all its partitions and "
+                                    "rejoin.")
+        assert _hb(conn, f"{group}-none", member, 1)[0] == "GROUP_ID_NOT_FOUND"
+        error, _, epoch, answer = _hb(conn, group, member, -1)
+        assert (error, epoch, answer.member_id) == ("NONE", -1, member)
+        d = conn.call(DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+        assert (ErrorCode(d.error_code).name, d.group_state, d.group_epoch, len(d.members)) == ("NONE", "Empty", 2, 0)
