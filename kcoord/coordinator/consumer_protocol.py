@@ -161,7 +161,7 @@ class ConsumerProtocol:
         if epoch < member.member_epoch:
             # The previous epoch once more: the answer that moved the member on may have been lost.
             subset = owned is not None and all(
-                set(ps) <= set(member.assigned.get(t, {})) for t, ps in owned.items())
+                t in member.assigned and set(ps) <= set(member.assigned[t]) for t, ps in owned.items())
             if epoch != member.previous_member_epoch or not subset:
                 raise Refused(ErrorCode.FENCED_MEMBER_EPOCH,
                               f"The consumer group member has a smaller member epoch ({epoch}) than the one known "
