@@ -128,6 +128,9 @@ class ConsumerGroup:
     state_ms: int | None = None
     emptied_at_ms: int | None = None   # offset retention counts from here, as for classic groups
     dead: bool = False
+    # Members removed since the group was last recorded: their records need tombstones even
+    # where the sink never saw them (after a restart).
+    removed_since_record: list[str] = field(default_factory=list)
 
     protocol_type = "consumer"
     group_type = "consumer"
@@ -176,6 +179,8 @@ class ConsumerGroup:
     def remove(self, member_id: str) -> ConsumerMember | None:
         member = self.members.pop(member_id, None)
         self.target.pop(member_id, None)
+        if member is not None:
+            self.removed_since_record.append(member_id)
         if member is not None and member.instance_id is not None \
                 and self.static_members.get(member.instance_id) == member_id:
             del self.static_members[member.instance_id]

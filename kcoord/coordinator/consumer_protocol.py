@@ -525,7 +525,10 @@ class ConsumerProtocol:
 
     # ============================================================ durable state
     def _record(self, group: ConsumerGroup) -> None:
-        self.ctx.write(ConsumerGroupRecord(group.group_id, snapshot(group)))
+        value = snapshot(group)
+        value["removed_members"] = list(dict.fromkeys(group.removed_since_record))
+        group.removed_since_record.clear()
+        self.ctx.write(ConsumerGroupRecord(group.group_id, value))
 
     def load(self, value: dict) -> ConsumerGroup:
         """A group read back after a restart: members keep epochs and assignments, and get a fresh
