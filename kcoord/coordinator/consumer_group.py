@@ -116,7 +116,10 @@ class ConsumerMember:
 class ConsumerGroup:
     group_id: str
     created_ms: int
-    group_epoch: int = 0
+    # Kafka 4.3 starts a new group at epoch 1, ahead of its assignment epoch 0: the first member's
+    # heartbeat computes a target even with an empty subscription (its epoch is then 1), and a
+    # first member with a subscription bumps it to 2.
+    group_epoch: int = 1
     assignment_epoch: int = 0
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)      # instance id -> member id

@@ -49,26 +49,33 @@ def test_invalid_requests_are_refused_as_kafka_refuses_them(broker_any):
         assert message.startswith("ServerAssignor no-such-assignor is not supported. Supported assignors: ")
 
 
+def test_a_join_without_a_subscription_gets_epoch_1(broker_any):
+    group = f"cg-{uuid.uuid4().hex[:8]}"
+    with Connection.to(broker_any.bootstrap, 10.0) as conn:
+        error, _, epoch, answer = _join(conn, group, _member_id(), [])
+        assert (error, epoch, list(answer.assignment.topic_partitions)) == ("NONE", 1, [])
+
+
 def test_join_unknown_member_fenced_epoch_and_leave_as_kafka(broker_any):
-    # A topic nobody created: the join still bumps the group epoch (the subscription changed),
-    # and the assignment is empty whatever the assignor.
+    # A topic nobody created: a new group starts at epoch 1 and the join bumps it (the
+    # subscription changed) to 2; the assignment is empty whatever the assignor.
     group, topic = f"cg-{uuid.uuid4().hex[:8]}", f"cgt-missing-{uuid.uuid4().hex[:8]}"
     member = _member_id()
     with Connection.to(broker_any.bootstrap, 10.0) as conn:
         error, message, epoch, answer = _join(conn, group, member, [topic])
-        assert (error, message, epoch, answer.member_id) == ("NONE", None, 1, member)
+        assert (error, message, epoch, answer.member_id) == ("NONE", None, 2, member)
         assert answer.heartbeat_interval_ms == 5000
         assert answer.assignment is not None and list(answer.assignment.topic_partitions) == []
         stranger = _member_id()
-        assert _hb(conn, group, stranger, 1)[:2] == (
+        assert _hb(conn, group, stranger, 2)[:2] == (
             "UNKNOWN_MEMBER_ID", f"Member {stranger} is not a member of group {group}.")
         error, message, _, _ = _hb(conn, group, member, 5)
         assert (error, message) == ("FENCED_MEMBER_EPOCH",
                                     "The consumer group member has a greater member epoch (5) than the one known by "
-                                    "the group coordinator (1). The member must abandon all its partitions and "
+                                    "the group coordinator (2). The member must abandon all its partitions and "
                                     "rejoin.")
-        assert _hb(conn, f"{group}-none", member, 1)[0] == "GROUP_ID_NOT_FOUND"
+        assert _hb(conn, f"{group}-none", member, 2)[:2] == ("GROUP_ID_NOT_FOUND", f"Consumer group {group}-none not found.")
         error, _, epoch, answer = _hb(conn, group, member, -1)
         assert (error, epoch, answer.member_id) == ("NONE", -1, member)
         d = conn.call(DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
-        assert (ErrorCode(d.error_code).name, d.group_state, d.group_epoch, len(d.members)) == ("NONE", "Empty", 2, 0)
+        assert (ErrorCode(d.error_code).name, d.group_state, d.group_epoch, len(d.members)) == ("NONE", "Empty", 3, 0)

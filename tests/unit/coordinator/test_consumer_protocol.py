@@ -12,19 +12,20 @@ from wire.errors import ErrorCode as E
 def two_members_stable(h):
     h.hb("m1", 0)
     h.hb("m2", 0)
-    h.hb("m1", 1, owned={"t": [0, 1, 2, 3]}, partial=True)   # told to revoke 1, 3
-    h.hb("m1", 1, owned={"t": [0, 2]}, partial=True)          # revoked: moves to epoch 2
-    return h.hb("m2", 2, owned={}, partial=True)              # gets 1, 3
+    h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True)   # told to revoke 1, 3
+    h.hb("m1", 2, owned={"t": [0, 2]}, partial=True)          # revoked: moves to epoch 3
+    return h.hb("m2", 3, owned={}, partial=True)              # gets 1, 3
 
 
 # ------------------------------------------------------------------ join and reconcile
-def test_first_member_gets_everything_at_epoch_1():
+def test_first_member_gets_everything_at_epoch_2():
+    # A new group starts at epoch 1 (as in Kafka 4.3); a subscribing member bumps it to 2.
     h = ConsumerHarness()
     r = h.hb("m1", 0)
-    assert (r.error, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (E.NONE, "m1", 1, 5000)
+    assert (r.error, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (E.NONE, "m1", 2, 5000)
     assert h.named(r.assignment) == {"t": [0, 1, 2, 3]}
     g = h.group()
-    assert (g.state, g.group_epoch, g.assignment_epoch) == (CS.STABLE, 1, 1)
+    assert (g.state, g.group_epoch, g.assignment_epoch) == (CS.STABLE, 2, 2)
 
 
 def test_v0_join_with_empty_member_id_gets_a_generated_id():
@@ -37,18 +38,18 @@ def test_second_member_waits_for_the_revocation_before_getting_partitions():
     h = ConsumerHarness()
     h.hb("m1", 0)
     r2 = h.hb("m2", 0)
-    assert (r2.member_epoch, h.named(r2.assignment)) == (2, {})
+    assert (r2.member_epoch, h.named(r2.assignment)) == (3, {})
     assert h.group().members["m2"].state is MemberState.UNRELEASED_PARTITIONS
     assert h.group().state is CS.RECONCILING
-    r1 = h.hb("m1", 1, owned={"t": [0, 1, 2, 3]}, partial=True)
-    assert (r1.member_epoch, h.named(r1.assignment)) == (1, {"t": [0, 2]})
+    r1 = h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True)
+    assert (r1.member_epoch, h.named(r1.assignment)) == (2, {"t": [0, 2]})
     assert h.group().members["m1"].state is MemberState.UNREVOKED_PARTITIONS
     # Until m1 stops owning 1 and 3, m2 gets nothing.
-    assert h.hb("m2", 2, owned={}, partial=True).assignment is None
-    r1 = h.hb("m1", 1, owned={"t": [0, 2]}, partial=True)
-    assert (r1.error, r1.member_epoch) == (E.NONE, 2)
-    r2 = h.hb("m2", 2, owned={}, partial=True)
-    assert (r2.member_epoch, h.named(r2.assignment)) == (2, {"t": [1, 3]})
+    assert h.hb("m2", 3, owned={}, partial=True).assignment is None
+    r1 = h.hb("m1", 2, owned={"t": [0, 2]}, partial=True)
+    assert (r1.error, r1.member_epoch) == (E.NONE, 3)
+    r2 = h.hb("m2", 3, owned={}, partial=True)
+    assert (r2.member_epoch, h.named(r2.assignment)) == (3, {"t": [1, 3]})
     assert h.group().state is CS.STABLE
     kinds = [e.kind for e in h.events]
     assert K.PARTITIONS_REVOKING in kinds and K.TARGET_ASSIGNMENT_CHANGED in kinds and K.MEMBER_EPOCH_BUMPED in kinds
@@ -57,8 +58,8 @@ def test_second_member_waits_for_the_revocation_before_getting_partitions():
 def test_full_heartbeat_always_carries_the_assignment():
     h = ConsumerHarness()
     h.hb("m1", 0)
-    assert h.hb("m1", 1, owned={"t": [0, 1, 2, 3]}, partial=True).assignment is None
-    assert h.named(h.hb("m1", 1, owned={"t": [0, 1, 2, 3]}).assignment) == {"t": [0, 1, 2, 3]}
+    assert h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True).assignment is None
+    assert h.named(h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}).assignment) == {"t": [0, 1, 2, 3]}
 
 
 # ------------------------------------------------------------------ leave and fencing
@@ -68,9 +69,9 @@ def test_leave_bumps_the_group_epoch_and_the_rest_take_over():
     r = h.hb("m2", -1, owned=None, partial=True)
     assert (r.error, r.member_id, r.member_epoch) == (E.NONE, "m2", -1)
     g = h.group()
-    assert (g.group_epoch, g.state) == (3, CS.ASSIGNING)
-    r = h.hb("m1", 2, owned={"t": [0, 2]}, partial=True)
-    assert (r.member_epoch, h.named(r.assignment)) == (3, {"t": [0, 1, 2, 3]})
+    assert (g.group_epoch, g.state) == (4, CS.ASSIGNING)
+    r = h.hb("m1", 3, owned={"t": [0, 2]}, partial=True)
+    assert (r.member_epoch, h.named(r.assignment)) == (4, {"t": [0, 1, 2, 3]})
     assert h.group().state is CS.STABLE
 
 
@@ -86,32 +87,32 @@ def test_session_expiry_fences_the_member():
     two_members_stable(h)
     for _ in range(5):
         h.advance(10000)
-        h.hb("m1", 2, owned={"t": [0, 2]}, partial=True)
+        h.hb("m1", 3, owned={"t": [0, 2]}, partial=True)
     assert "m2" not in h.group().members
     assert any(e.kind is K.MEMBER_EXPIRED and e.member_id == "m2" for e in h.events)
-    assert h.group().members["m1"].member_epoch == 3
+    assert h.group().members["m1"].member_epoch == 4
 
 
 def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_fenced():
     h = ConsumerHarness()
     h.hb("m1", 0, rebalance=10000)
     h.hb("m2", 0)
-    h.hb("m1", 1, owned={"t": [0, 1, 2, 3]}, partial=True)   # must revoke 1, 3 within 10 s
+    h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True)   # must revoke 1, 3 within 10 s
     for _ in range(3):
         h.advance(4000)
-        h.hb("m2", 2, owned={}, partial=True)
+        h.hb("m2", 3, owned={}, partial=True)
     assert "m1" not in h.group().members
     m2 = h.group().members["m2"]
-    assert m2.member_epoch == 3 and {p for ps in m2.assigned.values() for p in ps} == {0, 1, 2, 3}
+    assert m2.member_epoch == 4 and {p for ps in m2.assigned.values() for p in ps} == {0, 1, 2, 3}
 
 
 def test_revoking_in_time_cancels_the_rebalance_timeout():
     h = ConsumerHarness()
     h.hb("m1", 0, rebalance=10000)
     h.hb("m2", 0)
-    h.hb("m1", 1, owned={"t": [0, 1, 2, 3]}, partial=True)
+    h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True)
     h.advance(5000)
-    h.hb("m1", 1, owned={"t": [0, 2]}, partial=True)
+    h.hb("m1", 2, owned={"t": [0, 2]}, partial=True)
     h.advance(20000)
     assert "m1" in h.group().members
 
@@ -120,14 +121,14 @@ def test_revoking_in_time_cancels_the_rebalance_timeout():
 def test_unknown_member_and_epochs():
     h = ConsumerHarness()
     h.hb("m1", 0)
-    r = h.hb("nobody", 1, partial=True)
+    r = h.hb("nobody", 2, partial=True)
     assert (r.error, r.message) == (E.UNKNOWN_MEMBER_ID, "Member nobody is not a member of group g.")
-    r = h.hb("m1", 5, partial=True)
-    assert r.error == E.FENCED_MEMBER_EPOCH and "greater member epoch (5)" in r.message
+    r = h.hb("m1", 6, partial=True)
+    assert r.error == E.FENCED_MEMBER_EPOCH and "greater member epoch (6)" in r.message
     h.hb("m2", 0)
-    h.hb("m1", 1, owned={"t": [0, 1, 2, 3]}, partial=True)
-    h.hb("m1", 1, owned={"t": [0, 2]}, partial=True)           # now at epoch 2, previous 1
-    assert h.hb("m1", 1, owned={"t": [0, 2]}, partial=True).error == E.NONE   # the previous epoch, once lost
+    h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True)
+    h.hb("m1", 2, owned={"t": [0, 2]}, partial=True)           # now at epoch 3, previous 2
+    assert h.hb("m1", 2, owned={"t": [0, 2]}, partial=True).error == E.NONE   # the previous epoch, once lost
     r = h.hb("m1", 0, owned=[], topics=("t",))                   # a rejoin at epoch 0 is accepted
     assert r.error == E.NONE
 
@@ -135,13 +136,13 @@ def test_unknown_member_and_epochs():
 def test_smaller_epoch_owning_more_than_assigned_is_fenced():
     h = ConsumerHarness()
     two_members_stable(h)
-    r = h.hb("m1", 1, owned={"t": [0, 1, 2]}, partial=True)
-    assert r.error == E.FENCED_MEMBER_EPOCH and "smaller member epoch (1)" in r.message
+    r = h.hb("m1", 2, owned={"t": [0, 1, 2]}, partial=True)
+    assert r.error == E.FENCED_MEMBER_EPOCH and "smaller member epoch (2)" in r.message
 
 
 def test_unknown_group_with_a_nonzero_epoch():
     h = ConsumerHarness()
-    r = h.hb("m1", 3, partial=True)
+    r = h.hb("m1", 4, partial=True)
     assert (r.error, r.message) == (E.GROUP_ID_NOT_FOUND, "Consumer group g not found.")
 
 
@@ -175,7 +176,7 @@ def test_group_max_size():
     r = h.hb("m2", 0)
     assert (r.error, r.message) == (E.GROUP_MAX_SIZE_REACHED,
                                     "The consumer group has reached its maximum capacity of 1 members.")
-    assert h.hb("m1", 1, owned={"t": [0, 1, 2, 3]}, partial=True).error == E.NONE
+    assert h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True).error == E.NONE
 
 
 # ------------------------------------------------------------------ static members
@@ -183,8 +184,8 @@ def test_static_member_leaves_for_now_and_its_replacement_keeps_the_assignment()
     h = ConsumerHarness()
     h.hb("a1", 0, instance="i")
     h.hb("b", 0)
-    h.hb("a1", 1, owned={"t": [0, 1, 2, 3]}, partial=True, instance="i")
-    h.hb("a1", 1, owned={"t": [0, 2]}, partial=True, instance="i")
+    h.hb("a1", 2, owned={"t": [0, 1, 2, 3]}, partial=True, instance="i")
+    h.hb("a1", 2, owned={"t": [0, 2]}, partial=True, instance="i")
     epoch = h.group().group_epoch
     r = h.hb("a1", -2, owned=None, partial=True, instance="i")
     assert (r.error, r.member_epoch) == (E.NONE, -2)
@@ -202,7 +203,7 @@ def test_static_instance_in_use_is_unreleased():
     assert r.error == E.UNRELEASED_INSTANCE_ID
     assert r.message == ("Static member a2 with instance id i cannot join the group because the instance id is "
                          "owned by a1 member.")
-    r = h.hb("a2", 1, instance="i", partial=True)
+    r = h.hb("a2", 2, instance="i", partial=True)
     assert (r.error, r.message) == (E.FENCED_INSTANCE_ID, "Static member a2 with instance id i was fenced by member a1.")
 
 
@@ -221,8 +222,8 @@ def test_regex_subscription_follows_topic_creation():
     r = h.hb("m1", 0, topics=None, regex="ord.*")
     assert h.named(r.assignment) == {"orders": [0, 1]}
     topics.create("ordersv2", 1)
-    r = h.hb("m1", 1, owned={"orders": [0, 1]}, partial=True)
-    assert (r.member_epoch, h.named(r.assignment)) == (2, {"orders": [0, 1], "ordersv2": [0]})
+    r = h.hb("m1", 2, owned={"orders": [0, 1]}, partial=True)
+    assert (r.member_epoch, h.named(r.assignment)) == (3, {"orders": [0, 1], "ordersv2": [0]})
 
 
 def test_invalid_regex():
@@ -237,19 +238,19 @@ def test_partition_count_change_bumps_the_group_epoch():
     h = ConsumerHarness(topics)
     h.hb("m1", 0)
     topics.grow("t", 3)
-    r = h.hb("m1", 1, owned={"t": [0, 1]}, partial=True)
-    assert (r.member_epoch, h.named(r.assignment)) == (2, {"t": [0, 1, 2]})
+    r = h.hb("m1", 2, owned={"t": [0, 1]}, partial=True)
+    assert (r.member_epoch, h.named(r.assignment)) == (3, {"t": [0, 1, 2]})
 
 
 def test_subscription_change_revokes_what_is_no_longer_subscribed():
     topics = Topics(a=1, b=1)
     h = ConsumerHarness(topics)
     h.hb("m1", 0, topics=("a", "b"))
-    r = h.hb("m1", 1, topics=("b",), owned={"a": [0], "b": [0]})
+    r = h.hb("m1", 2, topics=("b",), owned={"a": [0], "b": [0]})
     assert h.named(r.assignment) == {"b": [0]}
     assert h.group().members["m1"].state is MemberState.UNREVOKED_PARTITIONS
-    r = h.hb("m1", 1, owned={"b": [0]}, partial=True)
-    assert (r.error, r.member_epoch) == (E.NONE, 2)
+    r = h.hb("m1", 2, owned={"b": [0]}, partial=True)
+    assert (r.error, r.member_epoch) == (E.NONE, 3)
 
 
 # ------------------------------------------------------------------ describe, list, delete, offsets
@@ -257,7 +258,7 @@ def test_describe_list_and_delete():
     h = ConsumerHarness()
     two_members_stable(h)
     d = h.c.consumer_group_describe("g")
-    assert (d.error, d.state, d.group_epoch, d.assignment_epoch, d.assignor_name) == (E.NONE, "Stable", 2, 2, "uniform")
+    assert (d.error, d.state, d.group_epoch, d.assignment_epoch, d.assignor_name) == (E.NONE, "Stable", 3, 3, "uniform")
     assert {m["member_id"]: [a["partitions"] for a in m["assignment"]] for m in d.members} == \
         {"m1": [[0, 2]], "m2": [[1, 3]]}
     assert h.c.consumer_group_describe("nope").error == E.GROUP_ID_NOT_FOUND
@@ -282,16 +283,16 @@ def commit(h, member, epoch, partitions, version=9):
 def test_offset_commit_checks_member_epochs():
     h = ConsumerHarness()
     two_members_stable(h)
-    assert commit(h, "m1", 2, [0, 2]).error == E.NONE
-    assert commit(h, "m1", 3, [0]).error == E.STALE_MEMBER_EPOCH
+    assert commit(h, "m1", 3, [0, 2]).error == E.NONE
+    assert commit(h, "m1", 4, [0]).error == E.STALE_MEMBER_EPOCH
     assert commit(h, "ghost", 2, [0]).error == E.UNKNOWN_MEMBER_ID
-    assert commit(h, "m1", 2, [0], version=8).error == E.UNSUPPORTED_VERSION
+    assert commit(h, "m1", 3, [0], version=8).error == E.UNSUPPORTED_VERSION
     # An older epoch is fine for partitions given before it, refused for newer ones.
-    result = commit(h, "m1", 1, [0, 1])
+    result = commit(h, "m1", 2, [0, 1])
     assert result.partitions == [("t", 0, E.NONE), ("t", 1, E.STALE_MEMBER_EPOCH)]
     assert commit(h, "", -1, [0]).error == E.UNKNOWN_MEMBER_ID      # admin commit to an active group
-    assert h.c.fetch_offsets("g", [("t", 0)], "m1", 2)[0] == E.NONE
-    assert h.c.fetch_offsets("g", [("t", 0)], "m1", 1)[0] == E.STALE_MEMBER_EPOCH
+    assert h.c.fetch_offsets("g", [("t", 0)], "m1", 3)[0] == E.NONE
+    assert h.c.fetch_offsets("g", [("t", 0)], "m1", 2)[0] == E.STALE_MEMBER_EPOCH
     assert h.c.fetch_offsets("g", [("t", 0)])[1][0].offset == 10
 
 
@@ -329,9 +330,9 @@ def test_restart_restores_epochs_and_assignments():
     h2 = ConsumerHarness(h.topics)
     h2.c.load_consumer_group(value)
     g = h2.group()
-    assert (g.group_epoch, g.assignment_epoch, str(g.state)) == (2, 2, "Stable")
+    assert (g.group_epoch, g.assignment_epoch, str(g.state)) == (3, 3, "Stable")
     assert g.members["m1"].assigned == h.group().members["m1"].assigned
-    r = h2.hb("m1", 2, owned={"t": [0, 2]}, partial=True)
-    assert (r.error, r.member_epoch) == (E.NONE, 2)
+    r = h2.hb("m1", 3, owned={"t": [0, 2]}, partial=True)
+    assert (r.error, r.member_epoch) == (E.NONE, 3)
     h2.advance(45000)   # m2 never came back: fenced
     assert "m2" not in h2.group().members

@@ -21,18 +21,18 @@ def test_consumer_group_comes_back_after_a_restart(tmp_path):
     store.create("t", 4)
     h.hb("m1", 0)
     h.hb("m2", 0)
-    h.hb("m1", 1, owned={"t": [0, 1, 2, 3]}, partial=True)
-    h.hb("m1", 1, owned={"t": [0, 2]}, partial=True)
-    h.hb("m2", 2, owned={}, partial=True)
+    h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True)
+    h.hb("m1", 2, owned={"t": [0, 2]}, partial=True)
+    h.hb("m2", 3, owned={}, partial=True)
     before = h.group()
     state.log.close()
 
     h2, state2, _ = _started(tmp_path)
     g = h2.group()
-    assert (g.group_epoch, g.assignment_epoch, str(g.state)) == (2, 2, "Stable")
+    assert (g.group_epoch, g.assignment_epoch, str(g.state)) == (3, 3, "Stable")
     assert {m: x.assigned for m, x in g.members.items()} == {m: x.assigned for m, x in before.members.items()}
-    r = h2.hb("m2", 2, owned={"t": [1, 3]}, partial=True)
-    assert (r.error, r.member_epoch) == (E.NONE, 2)
+    r = h2.hb("m2", 3, owned={"t": [1, 3]}, partial=True)
+    assert (r.error, r.member_epoch) == (E.NONE, 3)
     state2.log.close()
 
 
