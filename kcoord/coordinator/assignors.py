@@ -12,7 +12,8 @@ coordinator can recompute it after a restart and tests can compare it with Kafka
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Collection, Mapping, Protocol
+from collections import Counter
+from typing import Collection, Iterable, Mapping, Protocol
 
 # member id -> topic id -> partitions
 Assignment = dict[str, dict[str, frozenset[int]]]
@@ -64,8 +65,8 @@ class ServerAssignor(Protocol):
         `subscription_type` is the group's, as Kafka computes it from the subscribed topic
         *names* and regular expressions (ConsumerGroup.subscriptionType): HOMOGENEOUS when
         every member subscribes by name to the same names, or every member to the same
-        single regex and none by name; else HETEROGENEOUS. It selects the algorithm, so
-        pass it; None derives it from `subscribed_topic_ids` (equal sets: homogeneous),
+        single regex and none by name; else HETEROGENEOUS (group_subscription_type computes
+        it). It selects the algorithm, so pass it; None derives it from `subscribed_topic_ids` (equal sets: homogeneous),
         which differs from Kafka's when a name does not resolve or regex and names mix."""
 
 
@@ -75,6 +76,35 @@ def is_homogeneous(members: Mapping[str, MemberSpec], subscription_type: str | N
             raise ValueError(f"subscription type {subscription_type!r}")
         return subscription_type == HOMOGENEOUS
     return len({m.subscribed_topic_ids for m in members.values()}) <= 1
+
+
+def group_subscription_type(subscriptions: Iterable[tuple[Collection[str], str | None]],
+                            resolved_regexes: Mapping[str, Collection[str]]) -> str:
+    """The group's subscription type as Kafka computes it (ConsumerGroup.subscriptionType).
+
+    `subscriptions`: each member's subscribed topic names and its regex (None or "": none);
+    `resolved_regexes`: the topic names each regex currently resolves to (a regex not yet
+    resolved is absent). HOMOGENEOUS when no member uses a regex and every member
+    subscribes to every subscribed name, or when all members use the same single regex and
+    nobody subscribes by name; else HETEROGENEOUS."""
+    members = 0
+    by_name: Counter[str] = Counter()
+    regexes: Counter[str] = Counter()
+    for names, regex in subscriptions:
+        members += 1
+        by_name.update(set(names))
+        if regex:
+            regexes[regex] += 1
+    by_regex: Counter[str] = Counter()
+    for regex in regexes:
+        by_regex.update(set(resolved_regexes.get(regex, ())))
+    if not regexes:
+        return HOMOGENEOUS if all(by_name[t] == members for t in by_name) else HETEROGENEOUS
+    if len(regexes) == 1 and next(iter(regexes.values())) == members:
+        names = set(by_name) | set(by_regex)
+        if all(by_regex[t] == 1 and by_name[t] == 0 for t in names):
+            return HOMOGENEOUS
+    return HETEROGENEOUS
 
 
 def assignors() -> dict[str, ServerAssignor]:

@@ -190,3 +190,16 @@ def test_racks_do_not_change_the_assignment():
             racked = {m: MemberSpec(s.member_id, s.instance_id, "r1", s.subscribed_topic_ids)
                       for m, s in members.items()}
             assert assignors()[name].assign(racked, racked_topics) == assignors()[name].assign(members, topics)
+
+
+def test_group_subscription_type_follows_kafka():
+    from kcoord.coordinator.assignors import HETEROGENEOUS, HOMOGENEOUS, group_subscription_type
+    assert group_subscription_type([], {}) == HOMOGENEOUS
+    assert group_subscription_type([({"a", "b"}, None), ({"b", "a"}, None)], {}) == HOMOGENEOUS
+    # a name that does not exist still counts: equal topic ids, yet heterogeneous
+    assert group_subscription_type([({"a", "gone"}, None), ({"a"}, None)], {}) == HETEROGENEOUS
+    assert group_subscription_type([(set(), "t.*"), (set(), "t.*")], {"t.*": {"t1", "t2"}}) == HOMOGENEOUS
+    assert group_subscription_type([(set(), "t.*"), (set(), "t.*")], {}) == HOMOGENEOUS  # not resolved yet
+    assert group_subscription_type([(set(), "t.*"), (set(), "u.*")], {"t.*": {"t1"}, "u.*": {"t1"}}) == HETEROGENEOUS
+    assert group_subscription_type([({"t1"}, "t.*"), (set(), "t.*")], {"t.*": {"t1"}}) == HETEROGENEOUS
+    assert group_subscription_type([(set(), "t.*"), ({"x"}, None)], {"t.*": {"t1"}}) == HETEROGENEOUS
