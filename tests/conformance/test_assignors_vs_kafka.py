@@ -5,7 +5,7 @@ in one JVM (KcoordAssignorJudge), and must agree member by member, partition by 
 Problems: homogeneous and heterogeneous subscriptions, 1-16 members, 1-5 topics of 1-64
 partitions, static members, racks, sticky re-assignment rounds (members join and leave,
 subscriptions change, partitions are added; each round starts from Kafka's previous
-answer in Kafka's record order), arbitrary current assignments, and hypothesis examples
+answer in Kafka's record order), arbitrary current assignments, members subscribed to nothing, and hypothesis examples
 (fixed seed, bounded count)."""
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from kcoord.coordinator.javaorder import kafka_uuid_string
 from tests.conformance.assignor_judge import (Judge, Member, Problem, Topic, kafka_answer, make_member_id,
                                               make_members, make_topics, random_current_assignment,
                                               subscription_type, with_assignment)
@@ -125,14 +126,25 @@ def test_declared_heterogeneous_with_equal_subscriptions(judge):
         check(judge, problem)
 
 
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_members_without_topics_match_kafka(judge, assignor):
+    """Members subscribed to nothing (a regex that matches nothing yet), some or all of them."""
+    rng = random.Random(f"empty-{assignor}")
+    for i in range(80):
+        problem = random_problem(rng, assignor, homogeneous=i % 2 == 0)
+        for m in problem.members:
+            if i % 4 == 0 or rng.random() < 0.3:
+                m.topics = []
+        if i % 3 == 0:
+            random_current_assignment(rng, problem.members, problem.topics)
+        problem.subscription_type = subscription_type(problem.members)
+        check(judge, problem)
+
+
 @st.composite
 def problems(draw):
     n_topics = draw(st.integers(1, 5))
-    topics = [Topic(draw(st.uuids()).hex, f"t{i}", draw(st.integers(1, 64))) for i in range(n_topics)]
-    from kcoord.coordinator.javaorder import kafka_uuid_string
-    import uuid as uuidlib
-    for t in topics:
-        t.topic_id = kafka_uuid_string(uuidlib.UUID(hex=t.topic_id))
+    topics = [Topic(kafka_uuid_string(draw(st.uuids())), f"t{i}", draw(st.integers(1, 64))) for i in range(n_topics)]
     n_members = draw(st.integers(1, 16))
     ids = [t.topic_id for t in topics]
     homogeneous = draw(st.booleans())
