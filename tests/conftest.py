@@ -44,6 +44,7 @@ ESTIMATES = {
     "spark": 450,                 # Spark start-up, journal scenarios with real clients, four reports, a follow run,
                                   # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially)
     "spark-source": 180,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
+    "assignors-kafka": 30,        # test_assignors_vs_kafka.py: ~2,000 problems through one JVM running Kafka's assignors
     "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
     "tests/integration/test_group_lifecycle.py::test_a_million_unknown_group_ids_leave_nothing_behind": 425,

@@ -12,7 +12,8 @@ coordinator can recompute it after a restart and tests can compare it with Kafka
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Protocol
+from collections import Counter
+from typing import Collection, Iterable, Mapping, Protocol
 
 # member id -> topic id -> partitions
 Assignment = dict[str, dict[str, frozenset[int]]]
@@ -24,7 +25,11 @@ class MemberSpec:
     instance_id: str | None
     rack_id: str | None
     subscribed_topic_ids: frozenset[str]  # resolved from names and the regex, only topics that exist
-    assigned: Mapping[str, frozenset[int]] = field(default_factory=dict)  # its current target: topic id -> partitions
+    # Its current target: topic id -> partitions. Kafka reads it back from the member's
+    # target assignment record, and the uniform assignor's choices follow that record's
+    # order: the mapping's order is taken as the record's topic order; a frozenset as its
+    # partitions in ascending order, a tuple or list as they are listed.
+    assigned: Mapping[str, Collection[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -32,16 +37,78 @@ class TopicSpec:
     topic_id: str
     name: str
     partitions: int
-    racks: Mapping[int, frozenset[str]] = field(default_factory=dict)  # partition -> replica racks; empty: none known
+    # partition -> replica racks; empty: none known. Kafka 4.3.1's consumer assignors do not use racks.
+    racks: Mapping[int, frozenset[str]] = field(default_factory=dict)
+
+
+class AssignorError(Exception):
+    """The assignment cannot be computed (Kafka: PartitionAssignorException)."""
+
+
+HOMOGENEOUS = "homogeneous"
+HETEROGENEOUS = "heterogeneous"
 
 
 class ServerAssignor(Protocol):
     name: str
 
-    def assign(self, members: Mapping[str, MemberSpec], topics: Mapping[str, TopicSpec]) -> Assignment:
-        """The new target assignment of every member (a member with nothing gets an empty dict)."""
+    def assign(self, members: Mapping[str, MemberSpec], topics: Mapping[str, TopicSpec],
+               subscription_type: str | None = None) -> Assignment:
+        """The new target assignment of every member (a member with nothing gets an empty dict).
+
+        `members` in the order Kafka puts them into its member map (the group's members,
+        then those joining or updated): `uniform` follows Java's HashMap order of the member
+        ids, which only depends on that order for ids that share a bucket. `topics` in any
+        order; a member's subscribed names are walked as Kafka's HashSet of them, filled in
+        the order of `topics`. Raises AssignorError where Kafka's assignor throws.
+
+        `subscription_type` is the group's, as Kafka computes it from the subscribed topic
+        *names* and regular expressions (ConsumerGroup.subscriptionType): HOMOGENEOUS when
+        every member subscribes by name to the same names, or every member to the same
+        single regex and none by name; else HETEROGENEOUS (group_subscription_type computes
+        it). It selects the algorithm, so pass it; None derives it from `subscribed_topic_ids` (equal sets: homogeneous),
+        which differs from Kafka's when a name does not resolve or regex and names mix."""
+
+
+def is_homogeneous(members: Mapping[str, MemberSpec], subscription_type: str | None) -> bool:
+    if subscription_type is not None:
+        if subscription_type not in (HOMOGENEOUS, HETEROGENEOUS):
+            raise ValueError(f"subscription type {subscription_type!r}")
+        return subscription_type == HOMOGENEOUS
+    return len({m.subscribed_topic_ids for m in members.values()}) <= 1
+
+
+def group_subscription_type(subscriptions: Iterable[tuple[Collection[str], str | None]],
+                            resolved_regexes: Mapping[str, Collection[str]]) -> str:
+    """The group's subscription type as Kafka computes it (ConsumerGroup.subscriptionType).
+
+    `subscriptions`: each member's subscribed topic names and its regex (None or "": none);
+    `resolved_regexes`: the topic names each regex currently resolves to (a regex not yet
+    resolved is absent). HOMOGENEOUS when no member uses a regex and every member
+    subscribes to every subscribed name, or when all members use the same single regex and
+    nobody subscribes by name; else HETEROGENEOUS."""
+    members = 0
+    by_name: Counter[str] = Counter()
+    regexes: Counter[str] = Counter()
+    for names, regex in subscriptions:
+        members += 1
+        by_name.update(set(names))
+        if regex:
+            regexes[regex] += 1
+    by_regex: Counter[str] = Counter()
+    for regex in regexes:
+        by_regex.update(set(resolved_regexes.get(regex, ())))
+    if not regexes:
+        return HOMOGENEOUS if all(by_name[t] == members for t in by_name) else HETEROGENEOUS
+    if len(regexes) == 1 and next(iter(regexes.values())) == members:
+        names = set(by_name) | set(by_regex)
+        if all(by_regex[t] == 1 and by_name[t] == 0 for t in names):
+            return HOMOGENEOUS
+    return HETEROGENEOUS
 
 
 def assignors() -> dict[str, ServerAssignor]:
-    """The assignors kcoord serves, by the name a member asks for."""
-    raise NotImplementedError("the uniform and range assignors are being written")
+    """The assignors kcoord serves, by the name a member asks for (Kafka's default order)."""
+    from kcoord.coordinator.assignor_range import RangeAssignor
+    from kcoord.coordinator.assignor_uniform import UniformAssignor
+    return {"uniform": UniformAssignor(), "range": RangeAssignor()}
