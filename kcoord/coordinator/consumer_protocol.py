@@ -23,7 +23,7 @@ import uuid
 from dataclasses import replace
 from typing import Callable, Mapping
 
-from kcoord.coordinator.assignors import MemberSpec, ServerAssignor, TopicSpec
+from kcoord.coordinator.assignors import AssignorError, MemberSpec, ServerAssignor, TopicSpec, group_subscription_type
 from kcoord.coordinator.consumer_group import (
     JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember, MemberState,
 )
@@ -215,9 +215,31 @@ class ConsumerProtocol:
         if regex_changed and req.subscribed_topic_regex:
             compile_regex(req.subscribed_topic_regex)
 
-        # ---- from here on the group changes: nothing below refuses the request
+        # ---- from here on the group changes; only the assignor may still fail, and then the
+        # group is put back as it was (Kafka applies none of a failed heartbeat's records)
+        existed = self.groups.get(group.group_id) is group
+        restore_point = snapshot(group) if existed else None
+        classic = ctx.groups.get(group.group_id)
+        mark = ctx.event_mark()
+        try:
+            return self._apply(req, group, member, member_id, owned, replaced, regex_changed)
+        except AssignorError as err:
+            ctx.drop_events_since(mark)
+            if restore_point is None:
+                self.groups.pop(group.group_id, None)
+                if classic is not None:
+                    ctx.groups[group.group_id] = classic
+            else:
+                self.groups[group.group_id] = restore(restore_point)
+            raise Refused(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
+                                                          f"epoch {group.group_epoch}: {err}") from None
+
+    def _apply(self, req: ConsumerHeartbeatRequest, group: ConsumerGroup, member: ConsumerMember, member_id: str,
+               owned, replaced: ConsumerMember | None, regex_changed: bool) -> ConsumerHeartbeatResult:
+        ctx = self.ctx
+        joining = req.member_epoch == JOIN_EPOCH
         is_new = member_id not in group.members and replaced is None
-        if self.groups.get(group.group_id) is not group:
+        if not self.groups.get(group.group_id) is group:
             self._create(group)
         before = member
         updated = replace(
@@ -247,7 +269,7 @@ class ConsumerProtocol:
             group.subscribed_topics = subscribed
             self._bump_group_epoch(group, "subscription changed" if subscription_changed
                                    else "subscribed topic metadata changed", member=updated)
-        self._maybe_update_target(group, topics)
+        self._maybe_update_target(group, topics, member_id)
 
         member = group.members[member_id]
         try:
@@ -333,7 +355,13 @@ class ConsumerProtocol:
         best = max(votes.values())
         return next(n for n in configured + sorted(votes) if votes.get(n) == best)
 
-    def _maybe_update_target(self, group: ConsumerGroup, topics) -> None:
+    def _regex_matches(self, regex: str, name: str) -> bool:
+        try:
+            return compile_regex(regex).fullmatch(name) is not None
+        except Refused:
+            return False
+
+    def _maybe_update_target(self, group: ConsumerGroup, topics, updating: str | None = None) -> None:
         if group.group_epoch <= group.assignment_epoch and set(group.target) >= set(group.members):
             return
         name = self._assignor_name(group)
@@ -348,12 +376,19 @@ class ConsumerProtocol:
             # and members keep what they have, rather than failing a request half done.
             log.warning("[GroupId %s] no target assignment for epoch %d: %s", group.group_id, group.group_epoch, err)
             return
+        # Kafka's member map holds the group's members, then the one being updated.
+        ordered = [m for m in group.members.values() if m.member_id != updating]
+        ordered += [group.members[updating]] if updating in group.members else []
         specs = {m.member_id: MemberSpec(m.member_id, m.instance_id, m.rack_id,
                                          frozenset(self._member_topic_ids(m, topics)),
                                          dict(group.target.get(m.member_id, {})))
-                 for m in group.members.values()}
+                 for m in ordered}
         topic_specs = {tid: TopicSpec(tid, n, count) for n, (tid, count) in group.subscribed_topics.items()}
-        computed = assignor.assign(specs, topic_specs)
+        regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+        resolved = {r: [n for n in topics if self._regex_matches(r, n)] for r in regexes}
+        kind = group_subscription_type(
+            [(m.subscribed_topic_names, m.subscribed_topic_regex) for m in ordered], resolved)
+        computed = assignor.assign(specs, topic_specs, kind)
         self._set_target(group, name, {mid: {t: frozenset(ps) for t, ps in computed.get(mid, {}).items() if ps}
                                        for mid in group.members})
 

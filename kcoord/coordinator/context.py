@@ -156,6 +156,15 @@ class CoordinatorContext:
         else:
             self.bus.publish(event)
 
+    def event_mark(self) -> int:
+        """Where the operation's events stand now, for `drop_events_since`."""
+        return len(self._operation.events) if self._operation is not None else 0
+
+    def drop_events_since(self, mark: int) -> None:
+        """Forget the events emitted since `mark`: the change they told of was undone."""
+        if self._operation is not None:
+            del self._operation.events[mark:]
+
     def changed(self, group: Group) -> None:
         if self._operation is not None:
             self._operation.changed[group.group_id] = None

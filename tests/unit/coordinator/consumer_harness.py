@@ -16,7 +16,7 @@ class RoundRobin:
     def __init__(self, name):
         self.name = name
 
-    def assign(self, members, topics):
+    def assign(self, members, topics, subscription_type=None):
         out = {m: {} for m in members}
         ordered = sorted(topics.values(), key=lambda t: t.name)
         for topic in ordered:

@@ -336,3 +336,52 @@ def test_restart_restores_epochs_and_assignments():
     assert (r.error, r.member_epoch) == (E.NONE, 3)
     h2.advance(45000)   # m2 never came back: fenced
     assert "m2" not in h2.group().members
+
+
+# ------------------------------------------------------------------ the real assignors
+def _converge(h, members, rounds=6):
+    """Heartbeat every member, each reporting what it was last told it owns, until Stable."""
+    owned = {m: {} for m in members}
+    epochs = {m: 0 for m in members}
+    for _ in range(rounds):
+        for m in members:
+            r = h.hb(m, epochs[m], owned=owned[m], partial=epochs[m] != 0)
+            assert r.error == E.NONE, r
+            epochs[m] = r.member_epoch
+            if r.assignment is not None:
+                owned[m] = h.named(r.assignment)
+    return owned
+
+
+def test_uniform_and_range_assignors_reach_a_stable_disjoint_assignment():
+    from kcoord.coordinator import GroupCoordinator
+    from kcoord.coordinator.assignors import assignors
+    for name in ("uniform", "range"):
+        h = ConsumerHarness(Topics(t=4))
+        h.c = GroupCoordinator(h.timer, h.c.config, h.topics, h.c.bus, assignors=assignors)
+        h.c.record_sink = h
+        owned = _converge(h, ["a", "b"])
+        h.hb("a", h.group().members["a"].member_epoch, owned=owned["a"], partial=True, assignor=name)
+        owned = _converge(h, ["a", "b"])
+        assert h.group().state is CS.STABLE, name
+        got = sorted(p for m in owned.values() for p in m.get("t", []))
+        assert got == [0, 1, 2, 3] and all(len(m.get("t", [])) == 2 for m in owned.values()), (name, owned)
+
+
+def test_an_assignor_failure_leaves_the_group_as_it_was():
+    from kcoord.coordinator.assignors import AssignorError
+
+    class Failing:
+        name = "uniform"
+
+        def assign(self, members, topics, subscription_type=None):
+            raise AssignorError("no way")
+
+    h = ConsumerHarness()
+    h.hb("m1", 0)
+    before = (h.group().group_epoch, set(h.group().members))
+    h.c.consumer._assignors = lambda: {"uniform": Failing(), "range": Failing()}
+    r = h.hb("m2", 0)
+    assert r.error == E.UNKNOWN_SERVER_ERROR and r.message.endswith(": no way")
+    assert (h.group().group_epoch, set(h.group().members)) == before
+    assert not any(e.member_id == "m2" for e in h.events)
