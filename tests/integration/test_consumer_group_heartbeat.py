@@ -79,3 +79,46 @@ def test_join_unknown_member_fenced_epoch_and_leave_as_kafka(broker_any):
         assert (error, epoch, answer.member_id) == ("NONE", -1, member)
         d = conn.call(DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
         assert (ErrorCode(d.error_code).name, d.group_state, d.group_epoch, len(d.members)) == ("NONE", "Empty", 3, 0)
+
+
+def test_list_describe_and_delete_a_consumer_group_as_kafka(broker_any):
+    group, member = f"cg-{uuid.uuid4().hex[:8]}", _member_id()
+    with Connection.to(broker_any.bootstrap, 10.0) as conn:
+        assert _join(conn, group, member, [])[0] == "NONE"
+        listed = conn.call(16, 5, {"states_filter": [], "types_filter": ["consumer"]})
+        mine = [(g.protocol_type, g.group_state, g.group_type) for g in listed.groups if g.group_id == group]
+        assert mine == [("consumer", "Stable", "consumer")]
+        classic_only = conn.call(16, 5, {"states_filter": [], "types_filter": ["classic"]})
+        assert group not in [g.group_id for g in classic_only.groups]
+        described = conn.call(15, 6, {"groups": [group], "include_authorized_operations": False}).groups[0]
+        assert (ErrorCode(described.error_code).name, described.error_message, described.group_state) == (
+            "GROUP_ID_NOT_FOUND", f"Group {group} is not a classic group.", "Dead")
+        deleted = conn.call(42, 2, {"groups_names": [group]}).results[0]
+        assert ErrorCode(deleted.error_code).name == "NON_EMPTY_GROUP"
+        assert _hb(conn, group, member, 1)[0] == "NONE"
+        assert _hb(conn, group, member, -1)[0] == "NONE"
+        deleted = conn.call(42, 2, {"groups_names": [group]}).results[0]
+        assert ErrorCode(deleted.error_code).name == "NONE"
+        gone = conn.call(DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+        assert (ErrorCode(gone.error_code).name, gone.error_message) == ("GROUP_ID_NOT_FOUND", f"Group {group} not found.")
+
+
+def test_static_member_leave_and_replacement_as_kafka(broker_any):
+    group, first, second = f"cg-{uuid.uuid4().hex[:8]}", _member_id(), _member_id()
+    with Connection.to(broker_any.bootstrap, 10.0) as conn:
+        r = _hb(conn, group, first, 0, instance_id="i-1", rebalance_timeout_ms=30000, subscribed_topic_names=[],
+                topic_partitions=[])
+        assert r[:3] == ("NONE", None, 1)
+        r = _hb(conn, group, second, 0, instance_id="i-1", rebalance_timeout_ms=30000, subscribed_topic_names=[],
+                topic_partitions=[])
+        assert r[:2] == ("UNRELEASED_INSTANCE_ID", f"Static member {second} with instance id i-1 cannot join the "
+                                                   f"group because the instance id is owned by {first} member.")
+        assert _hb(conn, group, second, 1, instance_id="i-1")[:2] == (
+            "FENCED_INSTANCE_ID", f"Static member {second} with instance id i-1 was fenced by member {first}.")
+        r = _hb(conn, group, first, -2, instance_id="i-1")
+        assert (r[0], r[2], r[3].member_id) == ("NONE", -2, first)
+        r = _hb(conn, group, second, 0, instance_id="i-1", rebalance_timeout_ms=30000, subscribed_topic_names=[],
+                topic_partitions=[])
+        assert r[:3] == ("NONE", None, 1)
+        d = conn.call(DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
+        assert ([(m.member_id, m.instance_id) for m in d.members], d.group_epoch) == ([(second, "i-1")], 1)
