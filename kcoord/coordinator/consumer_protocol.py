@@ -516,9 +516,9 @@ class ConsumerProtocol:
     def validate_commit(self, group: ConsumerGroup, member_id: str, epoch: int,
                         partitions: list[tuple[str, int]], version: int) -> tuple[ErrorCode, dict]:
         """OffsetCommit by a consumer group's member: (group error, {(topic, partition): error})."""
-        if epoch < 0 and not member_id:
-            # The admin client, or a consumer outside the group: only an empty group takes it.
-            return (ErrorCode.NONE if group.is_empty() else ErrorCode.UNKNOWN_MEMBER_ID), {}
+        if epoch < 0 and group.is_empty():
+            # The admin client, or a consumer outside group management: an empty group takes it.
+            return ErrorCode.NONE, {}
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, {}
