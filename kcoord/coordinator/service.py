@@ -96,7 +96,8 @@ class CoordinatorService:
 
     async def wait_for(self, group_id: str, state: str | None = None, members: int | None = None,
                        generation_at_least: int | None = None, timeout: float | None = 30.0):
-        """Wait until the group matches every condition given; returns its description.
+        """Wait until the group matches every condition given; returns its description (a consumer
+        group's as ConsumerGroupDescribe gives it; `generation_at_least` is then its group epoch).
 
         Raises TimeoutError saying what the group looked like instead."""
         def check():
@@ -118,6 +119,8 @@ class CoordinatorService:
                     entries[:] = [w for w in entries if w[1] is not fut]
                     if not entries:
                         del self._waiters[group_id]
+        if self.core.consumer_group(group_id) is not None:
+            return self.core.consumer_group_describe(group_id)
         return self.core.describe_group(group_id)
 
     async def close(self) -> None:
