@@ -20,7 +20,8 @@ async def consumer_group_heartbeat(ctx, req):
         subscribed_topic_regex=req.get("subscribed_topic_regex") if ctx.api_version >= REGEX_SINCE else None,
         server_assignor=req.get("server_assignor"),
         topic_partitions=None if owned is None else [(str(t.topic_id), list(t.partitions)) for t in owned],
-        client_id=ctx.client_id or "", client_host=ctx.client_host, version=ctx.api_version))
+        # As Kafka prints an InetAddress: "/127.0.0.1".
+        client_id=ctx.client_id or "", client_host="/" + ctx.client_host, version=ctx.api_version))
     assignment = None
     if result.assignment is not None:
         assignment = {"topic_partitions": [{"topic_id": uuid.UUID(t), "partitions": ps}

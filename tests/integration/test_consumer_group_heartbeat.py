@@ -121,4 +121,5 @@ def test_static_member_leave_and_replacement_as_kafka(broker_any):
                 topic_partitions=[])
         assert r[:3] == ("NONE", None, 1)
         d = conn.call(DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False}).groups[0]
-        assert ([(m.member_id, m.instance_id) for m in d.members], d.group_epoch) == ([(second, "i-1")], 1)
+        assert ([(m.member_id, m.instance_id, m.client_host) for m in d.members], d.group_epoch) == (
+            [(second, "i-1", "/127.0.0.1")], 1)

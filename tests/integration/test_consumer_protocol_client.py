@@ -6,7 +6,7 @@ import uuid
 
 from confluent_kafka import Consumer, Producer
 
-from kcoord.protocol_client import Connection
+from kcoord.protocol_client import Admin, Connection
 from kcoord.testing.brokers import committed, create_topic
 
 DESCRIBE = 69
@@ -57,6 +57,11 @@ def test_two_consumer_protocol_members_share_a_topic(broker_any):
         d = _describe(bootstrap, group)
         assert (d.error_code, d.group_state, len(d.members)) == (0, "Stable", 2)
         assert {m.member_epoch for m in d.members} == {d.assignment_epoch}
+        # What `kcoord groups --describe` and `kcoord wait` read: ConsumerGroupDescribe behind DescribeGroups.
+        with Admin(bootstrap) as admin:
+            view = admin.describe_group(group)
+        assert (view.group_state, len(view.members)) == ("Stable", 2)
+        assert sorted(tp for m in view.members for tp in m.partitions) == [(topic, p) for p in range(4)]
         # Auto-commit (and the commit before a revocation) with member epochs (OffsetCommit v9+).
         deadline = time.monotonic() + 30
         while committed(bootstrap, group) != {(topic, p): 10 for p in range(4)} and time.monotonic() < deadline:
