@@ -74,3 +74,24 @@ def test_two_consumer_protocol_members_share_a_topic(broker_any):
                 c.close()
     d = _describe(bootstrap, group)
     assert (d.error_code, d.group_state, len(d.members)) == (0, "Empty", 0)
+
+
+def test_java_console_consumer_with_the_consumer_protocol(broker_any):
+    """Kafka 4.3.1's own console consumer (the Java client) with group.protocol=consumer: it
+    reads everything, commits, leaves; kafka-consumer-groups then shows the offsets."""
+    from kcoord.testing.kafka_tools import run_tool
+
+    bootstrap = broker_any.bootstrap
+    topic, group = f"kip848j-{uuid.uuid4().hex[:8]}", f"g848j-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 3)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(12):
+        producer.produce(topic, value=f"v{i}".encode(), partition=i % 3)
+    producer.flush(30)
+    code, out, err = run_tool("console-consumer", bootstrap, "--topic", topic, "--group", group, "--from-beginning",
+                      "--max-messages", "12", "--timeout-ms", "60000",
+                      "--command-property", "group.protocol=consumer")
+    assert code == 0 and sorted(out.split()) == sorted(f"v{i}" for i in range(12)), err[-2000:]
+    assert committed(bootstrap, group) == {(topic, p): 4 for p in range(3)}
+    d = _describe(bootstrap, group)
+    assert (d.error_code, d.group_state, len(d.members)) == (0, "Empty", 0)
