@@ -450,6 +450,15 @@ class ConsumerProtocol:
         self._record(group)
         self.ctx.changed(group)
 
+    def expire_member_now(self, group_id: str, member_id: str) -> bool:
+        """A fault hook: the member is fenced as if its session had expired."""
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group else None
+        if member is None:
+            return False
+        self._fence(group, member, K.MEMBER_EXPIRED, "expired on request")
+        return True
+
     # =================================================================== leave
     def _leave(self, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
         group = self.groups.get(req.group_id)

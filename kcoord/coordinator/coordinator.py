@@ -151,6 +151,8 @@ class GroupCoordinator:
 
     # ---------------------------------------------------------- fault hooks
     def expire_member_now(self, group_id: str, member_id: str) -> bool:
+        if group_id in self.ctx.consumer_groups:
+            return self.ctx.operation(lambda: self.consumer.expire_member_now(group_id, member_id))
         return self.ctx.operation(lambda: self.membership.expire_member_now(group_id, member_id))
 
     def force_rebalance(self, group_id: str, reason: str = "forced rebalance") -> bool:

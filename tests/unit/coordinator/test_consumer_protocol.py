@@ -385,3 +385,13 @@ def test_an_assignor_failure_leaves_the_group_as_it_was():
     assert r.error == E.UNKNOWN_SERVER_ERROR and r.message.endswith(": no way")
     assert (h.group().group_epoch, set(h.group().members)) == before
     assert not any(e.member_id == "m2" for e in h.events)
+
+
+def test_a_fault_hook_fences_a_consumer_group_member():
+    h = ConsumerHarness()
+    two_members_stable(h)
+    assert h.c.expire_member_now("g", "m2") is True
+    assert "m2" not in h.group().members and h.group().state is CS.ASSIGNING
+    assert h.c.expire_member_now("g", "m2") is False
+    r = h.hb("m2", 3, owned={"t": [1, 3]}, partial=True)
+    assert r.error == E.UNKNOWN_MEMBER_ID   # fenced: it must rejoin with epoch 0
