@@ -4,13 +4,21 @@ Translation only: every rule lives in kcoord.coordinator.consumer_protocol.
 """
 import uuid
 
-from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
+from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, TopicAcl, TopicOperation, named_group
 from kcoord.coordinator.requests import ConsumerHeartbeatRequest
+from kcoord.security.acls import topic_gate
+from wire.errors import ErrorCode
 
 REGEX_SINCE = 1
 
 
 async def consumer_group_heartbeat(ctx, req):
+    names = req.get("subscribed_topic_names")
+    if names:
+        # As Kafka: a member may not subscribe by name to a topic it may not Describe.
+        may_describe = topic_gate(ctx)
+        if not all(may_describe(name) for name in set(names)):
+            return {**_failed(ctx.api_version, req, ErrorCode.TOPIC_AUTHORIZATION_FAILED), "throttle_time_ms": 0}
     owned = req.get("topic_partitions")
     result = await ctx.broker.coordinator.consumer_group_heartbeat(ConsumerHeartbeatRequest(
         req.group_id, req.member_id, req.member_epoch, instance_id=req.get("instance_id"),
@@ -41,4 +49,5 @@ DESCRIPTOR = ApiDescriptor(
     "the consumer group protocol (KIP-848), see docs/consumer-protocol.md; server assignors; static "
     "members; no online migration from or to classic groups",
     version_notes={REGEX_SINCE: "the client makes its member id; SubscribedTopicRegex (RE2 subset)"},
-    groups=named_group, group_acl=GroupAcl(GroupOperation.READ), error_response=_failed)
+    groups=named_group, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.DESCRIBE),
+    error_response=_failed)
