@@ -215,15 +215,16 @@ class ConsumerProtocol:
         if regex_changed and req.subscribed_topic_regex:
             compile_regex(req.subscribed_topic_regex)
 
-        # ---- from here on the group changes; only the assignor may still fail, and then the
-        # group is put back as it was (Kafka applies none of a failed heartbeat's records)
+        # ---- from here on the group changes; only the assignor (or reconciling a member in an
+        # unknown state) may still fail, and then the group is put back as it was (Kafka applies
+        # none of a failed heartbeat's records)
         existed = self.groups.get(group.group_id) is group
         restore_point = snapshot(group) if existed else None
         classic = ctx.groups.get(group.group_id)
         mark = ctx.event_mark()
         try:
             return self._apply(req, group, member, member_id, owned, replaced, regex_changed)
-        except AssignorError as err:
+        except (AssignorError, Refused) as err:
             ctx.drop_events_since(mark)
             if restore_point is None:
                 self.groups.pop(group.group_id, None)
@@ -231,6 +232,8 @@ class ConsumerProtocol:
                     ctx.groups[group.group_id] = classic
             else:
                 self.groups[group.group_id] = restore(restore_point)
+            if isinstance(err, Refused):
+                raise
             raise Refused(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
                                                           f"epoch {group.group_epoch}: {err}") from None
 
