@@ -395,3 +395,23 @@ def test_a_fault_hook_fences_a_consumer_group_member():
     assert h.c.expire_member_now("g", "m2") is False
     r = h.hb("m2", 3, owned={"t": [1, 3]}, partial=True)
     assert r.error == E.UNKNOWN_MEMBER_ID   # fenced: it must rejoin with epoch 0
+
+
+def test_a_member_read_back_in_an_unknown_state_starts_again_once_it_owns_nothing():
+    from kcoord.coordinator.consumer_protocol import snapshot
+    h = ConsumerHarness()
+    two_members_stable(h)
+    value = snapshot(h.group())
+    for m in value["members"]:
+        if m["member_id"] == "m1":
+            m["state"] = "some_future_state"
+    h2 = ConsumerHarness(h.topics)
+    h2.c.load_consumer_group(value)
+    assert h2.group().members["m1"].state is MemberState.UNKNOWN
+    r = h2.hb("m1", 3, owned={"t": [0, 2]}, partial=True)
+    assert (r.error, r.message) == (E.FENCED_MEMBER_EPOCH, "The consumer group member is in a unknown state. "
+                                                          "The member must abandon all its partitions and rejoin.")
+    assert h2.group().members["m1"].state is MemberState.UNKNOWN
+    r = h2.hb("m1", 3, owned={}, partial=True)
+    assert (r.error, r.member_epoch) == (E.NONE, 3)
+    assert h2.group().members["m1"].state is MemberState.STABLE
