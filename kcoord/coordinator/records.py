@@ -35,9 +35,9 @@ class OffsetCommitRecord:
 @dataclass(frozen=True)
 class ConsumerGroupRecord:
     """A consumer group (KIP-848) as a whole: epochs, members with their subscriptions and
-    current assignments, the target assignment; or its tombstone (value None). kcoord's own
-    record: Kafka keeps the same facts in several record types (metadata, member, target
-    assignment, current assignment), which kcoord does not write to __consumer_offsets yet."""
+    current assignments, the target assignment; or its tombstone (value None). Durable state
+    keeps it as it is; kcoord.log.consumer_offsets writes it as Kafka's several record types
+    (group metadata, member metadata, target assignment, current assignment)."""
     group_id: str
     value: dict | None
 
