@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from collections import Counter
 from typing import Collection, Iterable, Mapping, Protocol
 
-# member id -> topic id -> partitions
+# member id -> topic id -> partitions. assign() returns the partitions as RecordPartitions
+# (kcoord.coordinator.javaorder), frozensets that also hold `record_order`, and each
+# member's topics in the order Kafka writes them: write a member's target assignment
+# record in that order to have Kafka's record.
 Assignment = dict[str, dict[str, frozenset[int]]]
 
 
@@ -27,8 +30,10 @@ class MemberSpec:
     subscribed_topic_ids: frozenset[str]  # resolved from names and the regex, only topics that exist
     # Its current target: topic id -> partitions. Kafka reads it back from the member's
     # target assignment record, and the uniform assignor's choices follow that record's
-    # order: the mapping's order is taken as the record's topic order; a frozenset as its
-    # partitions in ascending order, a tuple or list as they are listed.
+    # order: the mapping's order is taken as the record's topic order; partitions as
+    # listed by a tuple or list, by a RecordPartitions (what assign() returns) in its
+    # record_order, by another frozenset in ascending order. So pass back what assign()
+    # returned (or the record's lists) to get Kafka's next assignment exactly.
     assigned: Mapping[str, Collection[int]] = field(default_factory=dict)
 
 

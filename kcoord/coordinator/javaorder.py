@@ -118,9 +118,116 @@ def hashset_copy_order(keys: Sequence[K], hash_of) -> list[K]:
     return iteration_order(keys, hash_of, copy_capacity(len(keys)))
 
 
+class RecordPartitions(frozenset):
+    """An assignor's partitions of one topic for one member, which also knows the order
+    Kafka would list them in the target assignment record (`record_order`). Passed back
+    as a member's current assignment, that order is used."""
+
+    record_order: tuple[int, ...]
+
+    def __new__(cls, ordered: Iterable[int]):
+        ordered = tuple(ordered)
+        self = super().__new__(cls, ordered)
+        self.record_order = ordered
+        return self
+
+    def __reduce__(self):
+        return (RecordPartitions, (self.record_order,))
+
+
+def record_list(partitions: Iterable[int]) -> list[int]:
+    """A member's partitions of a topic as its record lists them: RecordPartitions in their
+    record order, another set ascending, a list or tuple as it is."""
+    order = getattr(partitions, "record_order", None)
+    if order is not None:
+        return list(order)
+    return sorted(partitions) if isinstance(partitions, (set, frozenset)) else list(partitions)
+
+
+class JavaHashTable:
+    """The keys of a java.util.HashMap/HashSet, bucket by bucket as Java keeps them.
+    `capacity` None is `new HashMap<>()`, a number `new HashMap<>(number)`. `add` is
+    put/HashSet.add (a new key goes to the end of its bucket, the table grows after);
+    `add_first` is computeIfAbsent (a new key goes to the head of its bucket, the table
+    grows before, when it already holds more than its threshold)."""
+
+    def __init__(self, hash_of, capacity: int | None = None, keys: Iterable = ()):
+        self.hash_of = hash_of
+        self.threshold = 0 if capacity is None else table_size_for(max(capacity, 1))
+        self.table: list[list] | None = None
+        self.size = 0
+        for k in keys:
+            self.add(k)
+
+    @classmethod
+    def copy_of(cls, hash_of, keys: Sequence) -> "JavaHashTable":
+        """`new HashSet<>(collection)`: sized by the collection, duplicates included."""
+        return cls(hash_of, max(len(keys) * 4 // 3 + 1, 16), keys)
+
+    def _index(self, key, capacity: int) -> int:
+        return _spread(self.hash_of(key)) & (capacity - 1)
+
+    def _resize(self) -> None:
+        old_cap = len(self.table) if self.table is not None else 0
+        new_threshold = 0
+        if old_cap > 0:
+            new_cap = old_cap * 2
+            if old_cap >= 16:
+                new_threshold = self.threshold * 2
+        elif self.threshold > 0:
+            new_cap = self.threshold
+        else:
+            new_cap, new_threshold = 16, 12
+        if new_threshold == 0:
+            new_threshold = int(new_cap * 0.75)
+        table: list[list] = [[] for _ in range(new_cap)]
+        if self.table is not None:
+            for bucket in self.table:  # a split keeps each bucket's order
+                for key in bucket:
+                    table[self._index(key, new_cap)].append(key)
+        self.table, self.threshold = table, new_threshold
+
+    def _bucket(self, key) -> list:
+        assert self.table is not None
+        return self.table[self._index(key, len(self.table))]
+
+    def __contains__(self, key) -> bool:
+        return self.table is not None and key in self._bucket(key)
+
+    def add(self, key) -> None:
+        if self.table is None:
+            self._resize()
+        bucket = self._bucket(key)
+        if key in bucket:
+            return
+        bucket.append(key)
+        self.size += 1
+        if self.size > self.threshold:
+            self._resize()
+
+    def add_first(self, key) -> None:
+        if self.size > self.threshold or self.table is None:
+            self._resize()
+        bucket = self._bucket(key)
+        if key in bucket:
+            return
+        bucket.insert(0, key)
+        self.size += 1
+
+    def discard(self, key) -> None:
+        if key in self:
+            self._bucket(key).remove(key)
+            self.size -= 1
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        return iter([k for bucket in self.table or () for k in bucket])
+
+
 def partitions_order(partitions: Iterable[int]) -> list[int]:
-    """A record's partition list read back as `new HashSet<>(list)`: a set is taken as
-    listed in ascending order, a list or tuple in its order."""
-    seq = sorted(partitions) if isinstance(partitions, (set, frozenset)) else list(partitions)
+    """A record's partition list read back as `new HashSet<>(list)` (see record_list)."""
+    seq = record_list(partitions)
     capacity = copy_capacity(len(seq))  # sized by the list, duplicates included
     return iteration_order(list(dict.fromkeys(seq)), integer_hash, capacity)

@@ -100,10 +100,13 @@ class Problem:
                                            {t: tuple(ps) for t, ps in m.assigned}) for m in self.members}
         return members, topics
 
-    def solve_in_python(self) -> dict[str, dict[str, frozenset[int]]]:
+    def solve_in_python_raw(self) -> dict:
         from kcoord.coordinator.assignors import assignors
         members, topics = self.specs()
-        return normalize(assignors()[self.assignor].assign(members, topics, self.subscription_type), members)
+        return assignors()[self.assignor].assign(members, topics, self.subscription_type)
+
+    def solve_in_python(self) -> dict[str, dict[str, frozenset[int]]]:
+        return normalize(self.solve_in_python_raw(), self.specs()[0])
 
 
 def normalize(assignment: dict, members) -> dict[str, dict[str, frozenset[int]]]:

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from kcoord.coordinator.javaorder import kafka_uuid_string
-from tests.conformance.assignor_judge import (Judge, Member, Problem, Topic, kafka_answer, make_member_id,
+from tests.conformance.assignor_judge import (Judge, Member, Problem, Topic, kafka_answer, normalize, make_member_id,
                                               make_members, make_topics, random_current_assignment,
                                               subscription_type, with_assignment)
 
@@ -40,8 +40,14 @@ def check(judge: Judge, problem: Problem) -> dict:
         with pytest.raises(Exception):
             problem.solve_in_python()
         return answer
-    got = problem.solve_in_python()
+    raw = problem.solve_in_python_raw()
+    got = normalize(raw, members)
     assert got == expected, f"differs from Kafka on {json.dumps(problem.to_json())}"
+    # and in the order Kafka's target assignment record would list topics and partitions
+    for member_id, topics in answer["assignment"].items():
+        kafka_order = [(t, ps) for t, ps in topics.items() if ps]
+        ours = [(t, list(ps.record_order)) for t, ps in raw[member_id].items()]
+        assert ours == kafka_order, f"record order of {member_id} differs on {json.dumps(problem.to_json())}"
     return answer
 
 
