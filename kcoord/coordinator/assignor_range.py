@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from kcoord.coordinator.assignors import Assignment, AssignorError, MemberSpec, TopicSpec, is_homogeneous
-from kcoord.coordinator.assignor_uniform import subscription_order
+from kcoord.coordinator.assignor_uniform import subscribed_names, subscription_order
 from kcoord.coordinator.javaorder import (JavaHashTable, RecordPartitions, hashmap_order, string_compare_key,
                                           string_hash, uuid_hash)
 
@@ -61,7 +61,9 @@ class RangeAssignor:
                 start = end
         for member_id in order:
             walk = walks[member_id]
-            assigned = JavaHashTable(uuid_hash, len(walk) * 4 // 3 + 1)
+            # sized by the topics found (homogeneous) or by the subscribed names (heterogeneous)
+            size = len(walk) if homogeneous else len(subscribed_names(members[member_id], topics))
+            assigned = JavaHashTable(uuid_hash, size * 4 // 3 + 1)
             for topic_id in walk:
                 if ranges[(member_id, topic_id)]:
                     assigned.add(topic_id)

@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import Mapping
 
 from kcoord.coordinator.assignors import Assignment, AssignorError, MemberSpec, TopicSpec, is_homogeneous
-from kcoord.coordinator.javaorder import (JavaHashTable, RecordPartitions, hashmap_order, hashset_copy_order,
-                                          integer_hash, record_list, string_hash, uuid_bits, uuid_hash)
+from kcoord.coordinator.javaorder import (JavaHashTable, RecordPartitions, copy_capacity, hashmap_order,
+                                          hashset_copy_order, integer_hash, iteration_order, record_list,
+                                          string_hash, uuid_bits, uuid_hash)
 
 MAX_BALANCE_ROUNDS = 16
 
@@ -51,10 +52,18 @@ class UniformAssignor:
 
 
 def subscription_order(member: MemberSpec, topics: Mapping[str, TopicSpec]) -> list[str]:
-    """A member's subscribed topic ids as Kafka walks them: its topic names in a HashSet
-    (put in the order of `topics`), each resolved to its id."""
+    """A member's subscribed topic ids as Kafka walks them (TopicIds): its topic names in a
+    HashSet, each resolved to its id, names that do not resolve skipped."""
     ids_by_name = {topics[t].name: t for t in topics if t in member.subscribed_topic_ids}
-    return [ids_by_name[n] for n in hashset_copy_order(list(ids_by_name), string_hash)]
+    return [ids_by_name[n] for n in hashset_copy_order(subscribed_names(member, topics), string_hash)
+            if n in ids_by_name]
+
+
+def subscribed_names(member: MemberSpec, topics: Mapping[str, TopicSpec]) -> list[str]:
+    """The names a member subscribes to (TopicIds.size() counts them all, resolved or not)."""
+    if member.subscribed_topic_names is not None:
+        return list(dict.fromkeys(member.subscribed_topic_names))
+    return [topics[t].name for t in topics if t in member.subscribed_topic_ids]
 
 
 class _Target:
@@ -116,7 +125,9 @@ class _Homogeneous:
         self.members = members
         self.topics = topics
         first = members[member_ids[0]]
-        self.topic_ids = hashset_copy_order(subscription_order(first, topics), uuid_hash)
+        # new HashSet<>(TopicIds): sized by the names, filled with the ids that resolve
+        self.topic_ids = iteration_order(subscription_order(first, topics), uuid_hash,
+                                         copy_capacity(len(subscribed_names(first, topics))))
         self.subscribed = set(self.topic_ids)
 
     def build(self) -> dict[str, _Target]:

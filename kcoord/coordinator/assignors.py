@@ -35,6 +35,10 @@ class MemberSpec:
     # record_order, by another frozenset in ascending order. So pass back what assign()
     # returned (or the record's lists) to get Kafka's next assignment exactly.
     assigned: Mapping[str, Collection[int]] = field(default_factory=dict)
+    # The topic names it subscribes to, as its member record lists them, names that do not
+    # exist included: Kafka walks its topics in the order of a HashSet of these names.
+    # None: the names of subscribed_topic_ids, in the order of `topics`.
+    subscribed_topic_names: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

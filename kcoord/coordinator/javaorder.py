@@ -114,8 +114,8 @@ def hashmap_order(keys: Sequence[K], hash_of) -> list[K]:
 
 
 def hashset_copy_order(keys: Sequence[K], hash_of) -> list[K]:
-    """`new HashSet<>(keys)`."""
-    return iteration_order(keys, hash_of, copy_capacity(len(keys)))
+    """`new HashSet<>(keys)` (sized by `keys`, duplicates included)."""
+    return iteration_order(list(dict.fromkeys(keys)), hash_of, copy_capacity(len(keys)))
 
 
 class RecordPartitions(frozenset):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcoord.conformance.javaclient import JVM_OPTS, compile_once
-from kcoord.coordinator.assignors import MemberSpec, TopicSpec
+from kcoord.coordinator.assignors import MemberSpec, TopicSpec, group_subscription_type
 from kcoord.coordinator.javaorder import kafka_uuid_string
 from kcoord.testing import reference_kafka
 
@@ -62,6 +62,7 @@ class Member:
     instance_id: str | None = None
     rack_id: str | None = None
     assigned: list[tuple[str, list[int]]] = field(default_factory=list)  # record order
+    ghosts: list[str] = field(default_factory=list)  # subscribed names of no topic
 
 
 @dataclass
@@ -88,7 +89,7 @@ class Problem:
             "topics": [{"id": t.topic_id, "name": t.name, "partitions": t.partitions, "racks": t.racks}
                        for t in self.topics],
             "members": [{"id": m.member_id, "instance": m.instance_id, "rack": m.rack_id,
-                         "topics": [names[t] for t in order if t in m.topics],
+                         "topics": [names[t] for t in order if t in m.topics] + m.ghosts,
                          "assigned": [[t, ps] for t, ps in m.assigned]} for m in self.members],
         }
 
@@ -96,8 +97,12 @@ class Problem:
         topics = {t.topic_id: TopicSpec(t.topic_id, t.name, t.partitions,
                                         {p: frozenset(r) for p, r in enumerate(t.racks or [])})
                   for t in self.topics}
+        names = {t.topic_id: t.name for t in self.topics}
         members = {m.member_id: MemberSpec(m.member_id, m.instance_id, m.rack_id, frozenset(m.topics),
-                                           {t: tuple(ps) for t, ps in m.assigned}) for m in self.members}
+                                           {t: tuple(ps) for t, ps in m.assigned},
+                                           tuple([names[t.topic_id] for t in self.topics if t.topic_id in m.topics]
+                                                 + m.ghosts) if m.ghosts else None)
+                   for m in self.members}
         return members, topics
 
     def solve_in_python_raw(self) -> dict:
@@ -159,7 +164,8 @@ def make_members(rng: random.Random, topics: list[Topic], count: int, homogeneou
 
 
 def subscription_type(members: list[Member]) -> str:
-    return "homogeneous" if len({frozenset(m.topics) for m in members}) <= 1 else "heterogeneous"
+    """Kafka's, from the subscribed names (ghosts included)."""
+    return group_subscription_type([(set(m.topics) | set(m.ghosts), None) for m in members], {})
 
 
 def random_current_assignment(rng: random.Random, members: list[Member], topics: list[Topic]) -> None:

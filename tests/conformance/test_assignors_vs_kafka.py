@@ -147,6 +147,27 @@ def test_members_without_topics_match_kafka(judge, assignor):
         check(judge, problem)
 
 
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_subscribed_names_that_do_not_exist_match_kafka(judge, assignor):
+    """A name of no topic counts in Kafka's subscription type and in its hash set's size."""
+    rng = random.Random(f"ghosts-{assignor}")
+    for i in range(100):
+        problem = random_problem(rng, assignor, homogeneous=i % 2 == 0)
+        ghosts = [f"ghost-{k}" for k in range(rng.randint(1, 16))]
+        for m in problem.members:
+            if i % 4 < 2 or rng.random() < 0.5:
+                m.ghosts = list(ghosts)
+        if i % 3 == 0:
+            random_current_assignment(rng, problem.members, problem.topics)
+        problem.subscription_type = subscription_type(problem.members)
+        answer = check(judge, problem)
+        with_assignment(problem.members, answer)
+        problem.members.append(Member(make_member_id(rng), list(problem.members[0].topics),
+                                      ghosts=list(problem.members[0].ghosts)))
+        problem.subscription_type = subscription_type(problem.members)
+        check(judge, problem)
+
+
 @st.composite
 def problems(draw):
     n_topics = draw(st.integers(1, 5))

@@ -8,7 +8,7 @@
 //                "assigned": [[topic id, [partition, ...]], ...]}]}
 // The inputs are shaped as Kafka's coordinator shapes them: members put one by one into a
 // HashMap (TargetAssignmentBuilder), a member's subscribed names a HashSet resolved to ids
-// in its order (TopicIds), its current target assignment read back from a record
+// in its order (TopicIds itself), its current target assignment read back from a record
 // (Assignment.fromRecord: a HashMap of HashSets, in record order).
 // An answer: {"assignment": {member id: {topic id: [partition, ...]}}} or {"error": message}, topics
 // and partitions in the order Kafka would write them to the target assignment record.
@@ -28,6 +28,8 @@ import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
 import org.apache.kafka.coordinator.group.modern.Assignment;
 import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
+import org.apache.kafka.coordinator.group.modern.TopicIds;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorMetadataImage;
 
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
@@ -39,7 +41,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -103,6 +104,28 @@ public class KcoordAssignorJudge {
             }
         };
 
+        Map<Uuid, String> namesById = new HashMap<>();
+        idsByName.forEach((name, id) -> namesById.put(id, name));
+        TopicIds.TopicResolver resolver = new TopicIds.TopicResolver() {
+            @Override
+            public CoordinatorMetadataImage image() {
+                return null;
+            }
+
+            @Override
+            public String name(Uuid id) {
+                return namesById.get(id);
+            }
+
+            @Override
+            public Uuid id(String name) {
+                return idsByName.get(name);
+            }
+
+            @Override
+            public void clear() {
+            }
+        };
         Map<String, MemberSubscriptionAndAssignmentImpl> members = new HashMap<>();
         Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
         List<Set<Uuid>> subscriptions = new ArrayList<>();
@@ -110,12 +133,13 @@ public class KcoordAssignorJudge {
             String memberId = m.get("id").asText();
             List<String> names = new ArrayList<>();
             for (JsonNode n : m.get("topics")) names.add(n.asText());
-            Set<Uuid> subscribed = new LinkedHashSet<>();
-            for (String name : new HashSet<>(names)) {
-                Uuid id = idsByName.get(name);
-                if (id != null) subscribed.add(id);
+            // as ConsumerGroupMember keeps its names and TopicIds resolves them
+            Set<Uuid> subscribed = new TopicIds(new HashSet<>(names), resolver);
+            Set<Uuid> resolved = new HashSet<>();
+            for (String name : names) {
+                if (idsByName.containsKey(name)) resolved.add(idsByName.get(name));
             }
-            subscriptions.add(subscribed);
+            subscriptions.add(resolved);
             Map<Uuid, Set<Integer>> assigned = new HashMap<>();
             for (JsonNode a : m.get("assigned")) {
                 Uuid topicId = Uuid.fromString(a.get(0).asText());
