@@ -36,8 +36,9 @@ class MemberSpec:
     # returned (or the record's lists) to get Kafka's next assignment exactly.
     assigned: Mapping[str, Collection[int]] = field(default_factory=dict)
     # The topic names it subscribes to, as its member record lists them, names that do not
-    # exist included: Kafka walks its topics in the order of a HashSet of these names.
-    # None: the names of subscribed_topic_ids, in the order of `topics`.
+    # exist included (with a regex: the regex's resolved topics as their record lists them):
+    # Kafka walks its topics in the order of a HashSet of these names. None: the names of
+    # subscribed_topic_ids, in the order of `topics`.
     subscribed_topic_names: tuple[str, ...] | None = None
 
 

@@ -11,8 +11,9 @@ exactly Kafka's assignment, kcoord walks the same keys in the same order:
   `new HashSet<>(collection)` starts at `max(size / .75f + 1, 16)` rounded up to a power
   of two; `new HashMap<>(n)` at `n` rounded up to a power of two.
 
-Not emulated: a bucket of 8 or more keys in a table of 64 or more buckets becomes a tree
-whose insertion order differs (it needs 8 colliding keys: not a case of real groups).
+A bucket that grows past 8 keys doubles a table under 64 buckets (emulated); in a larger
+table it becomes a tree, whose order is not emulated (9 keys in one bucket of 64 or more:
+e.g. one member holding partitions p, p + 64, ..., p + 512 of a topic).
 """
 from __future__ import annotations
 
@@ -144,6 +145,10 @@ def record_list(partitions: Iterable[int]) -> list[int]:
     return sorted(partitions) if isinstance(partitions, (set, frozenset)) else list(partitions)
 
 
+TREEIFY_THRESHOLD = 8
+MIN_TREEIFY_CAPACITY = 64
+
+
 class JavaHashTable:
     """The keys of a java.util.HashMap/HashSet, bucket by bucket as Java keeps them.
     `capacity` None is `new HashMap<>()`, a number `new HashMap<>(number)`. `add` is
@@ -187,6 +192,13 @@ class JavaHashTable:
                     table[self._index(key, new_cap)].append(key)
         self.table, self.threshold = table, new_threshold
 
+    def _treeify(self) -> None:
+        """A long bucket: Java doubles a table under 64 buckets instead of making the bucket
+        a tree (a tree's order is not emulated: see the module's docstring)."""
+        assert self.table is not None
+        if len(self.table) < MIN_TREEIFY_CAPACITY:
+            self._resize()
+
     def _bucket(self, key) -> list:
         assert self.table is not None
         return self.table[self._index(key, len(self.table))]
@@ -201,6 +213,8 @@ class JavaHashTable:
         if key in bucket:
             return
         bucket.append(key)
+        if len(bucket) > TREEIFY_THRESHOLD:
+            self._treeify()
         self.size += 1
         if self.size > self.threshold:
             self._resize()
@@ -212,6 +226,8 @@ class JavaHashTable:
         if key in bucket:
             return
         bucket.insert(0, key)
+        if len(bucket) > TREEIFY_THRESHOLD - 1:
+            self._treeify()
         self.size += 1
 
     def discard(self, key) -> None:
