@@ -22,9 +22,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from kcoord.coordinator.assignors import Assignment, AssignorError, MemberSpec, TopicSpec, is_homogeneous
-from kcoord.coordinator.javaorder import (JavaHashTable, RecordPartitions, copy_capacity, hashmap_order,
-                                          hashset_copy_order, integer_hash, iteration_order, record_list,
-                                          string_hash, uuid_bits, uuid_hash)
+from kcoord.coordinator.javaorder import (JavaHashTable, RecordPartitions, hashmap_order, hashset_copy_order,
+                                          integer_hash, record_list, string_hash, uuid_bits, uuid_hash)
 
 MAX_BALANCE_ROUNDS = 16
 
@@ -126,8 +125,8 @@ class _Homogeneous:
         self.topics = topics
         first = members[member_ids[0]]
         # new HashSet<>(TopicIds): sized by the names, filled with the ids that resolve
-        self.topic_ids = iteration_order(subscription_order(first, topics), uuid_hash,
-                                         copy_capacity(len(subscribed_names(first, topics))))
+        self.topic_ids = list(JavaHashTable(uuid_hash, max(len(subscribed_names(first, topics)) * 4 // 3 + 1, 16),
+                                            subscription_order(first, topics)))
         self.subscribed = set(self.topic_ids)
 
     def build(self) -> dict[str, _Target]:

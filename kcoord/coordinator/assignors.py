@@ -11,8 +11,8 @@ coordinator can recompute it after a restart and tests can compare it with Kafka
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping, Protocol
 
 # member id -> topic id -> partitions. assign() returns the partitions as RecordPartitions

@@ -4,10 +4,12 @@ Kafka's server assignors walk `HashMap`s and `HashSet`s, so which member or part
 comes first (and so who keeps what) depends on Java's hash codes and table sizes. To give
 exactly Kafka's assignment, kcoord walks the same keys in the same order:
 
-* a `HashMap`/`HashSet` iterates its table bucket by bucket; a bucket holds its keys in
-  insertion order (a resize splits buckets without reordering them). The bucket of a key
-  is `(h ^ (h >>> 16)) & (capacity - 1)` with `h` its `hashCode()`;
-* `new HashMap<>()` starts at 16 buckets and doubles when it holds more than 3/4 of that;
+* a `HashMap`/`HashSet` iterates its table bucket by bucket. The bucket of a key is
+  `(h ^ (h >>> 16)) & (capacity - 1)` with `h` its `hashCode()`; `put` appends a new key
+  to its bucket, `computeIfAbsent` puts it first; a resize splits buckets without
+  reordering them;
+* `new HashMap<>()` starts at 16 buckets and doubles when it holds more than 3/4 of that
+  (`put` checks after adding, `computeIfAbsent` before, on every call);
   `new HashSet<>(collection)` starts at `max(size / .75f + 1, 16)` rounded up to a power
   of two; `new HashMap<>(n)` at `n` rounded up to a power of two.
 
@@ -81,42 +83,6 @@ def table_size_for(n: int) -> int:
     while cap < n:
         cap <<= 1
     return max(cap, 1)
-
-
-def grown_capacity(size: int, initial: int = 16) -> int:
-    """The table size of a HashMap that started at `initial` buckets after `size` puts."""
-    cap = initial
-    while size > cap * 3 // 4:
-        cap <<= 1
-    return cap
-
-
-def copy_capacity(size: int) -> int:
-    """The table size of `new HashSet<>(collection)` / `new HashMap<>(map)` of `size` elements."""
-    return grown_capacity(size, table_size_for(max(size * 4 // 3 + 1, 16)))
-
-
-def presized_capacity(n: int, size: int) -> int:
-    """The table size of `new HashMap<>(n)` after `size` puts."""
-    return grown_capacity(size, table_size_for(max(n, 1)))
-
-
-def iteration_order(keys: Sequence[K], hash_of, capacity: int) -> list[K]:
-    """`keys` (distinct, in insertion order) as a Java hash table of `capacity` buckets walks them."""
-    mask = capacity - 1
-    indexed = [(_spread(hash_of(k)) & mask, i, k) for i, k in enumerate(keys)]
-    indexed.sort(key=lambda t: (t[0], t[1]))
-    return [k for _, _, k in indexed]
-
-
-def hashmap_order(keys: Sequence[K], hash_of) -> list[K]:
-    """Keys put one by one into `new HashMap<>()`."""
-    return iteration_order(keys, hash_of, grown_capacity(len(keys)))
-
-
-def hashset_copy_order(keys: Sequence[K], hash_of) -> list[K]:
-    """`new HashSet<>(keys)` (sized by `keys`, duplicates included)."""
-    return iteration_order(list(dict.fromkeys(keys)), hash_of, copy_capacity(len(keys)))
 
 
 class RecordPartitions(frozenset):
@@ -242,8 +208,16 @@ class JavaHashTable:
         return iter([k for bucket in self.table or () for k in bucket])
 
 
+def hashmap_order(keys: Sequence[K], hash_of) -> list[K]:
+    """Keys put one by one into `new HashMap<>()`."""
+    return list(JavaHashTable(hash_of, None, keys))
+
+
+def hashset_copy_order(keys: Sequence[K], hash_of) -> list[K]:
+    """`new HashSet<>(keys)` (sized by `keys`, duplicates included)."""
+    return list(JavaHashTable.copy_of(hash_of, keys))
+
+
 def partitions_order(partitions: Iterable[int]) -> list[int]:
     """A record's partition list read back as `new HashSet<>(list)` (see record_list)."""
-    seq = record_list(partitions)
-    capacity = copy_capacity(len(seq))  # sized by the list, duplicates included
-    return iteration_order(list(dict.fromkeys(seq)), integer_hash, capacity)
+    return hashset_copy_order(record_list(partitions), integer_hash)
