@@ -66,9 +66,10 @@ class ServerAssignor(Protocol):
                subscription_type: str | None = None) -> Assignment:
         """The new target assignment of every member (a member with nothing gets an empty dict).
 
-        `members` in the order Kafka puts them into its member map (the group's members,
-        then those joining or updated): `uniform` follows Java's HashMap order of the member
-        ids, which only depends on that order for ids that share a bucket. `topics` in any
+        `members` in the order Kafka puts them into its member map: the group's members as
+        its TimelineHashMap walks them (mirror it with javaorder.TimelineHashTable: add on
+        join, remove on leave), then the joining member. `uniform` follows Java's HashMap
+        order of the member ids, which depends on that order for ids that share a bucket. `topics` in any
         order; a member's subscribed names are walked as Kafka's HashSet of them, filled in
         the order of `topics`. Raises AssignorError where Kafka's assignor throws.
 

@@ -221,3 +221,55 @@ def hashset_copy_order(keys: Sequence[K], hash_of) -> list[K]:
 def partitions_order(partitions: Iterable[int]) -> list[int]:
     """A record's partition list read back as `new HashSet<>(list)` (see record_list)."""
     return hashset_copy_order(record_list(partitions), integer_hash)
+
+
+class TimelineHashTable:
+    """The latest view of Kafka's TimelineHashMap (org.apache.kafka.timeline), which holds a
+    group's members: Fibonacci hashing of `hashCode()` into at least 2 slots, doubled when
+    one more key would fill 3/4; a slot keeps its keys in insertion order (a replaced key
+    keeps its place, a rehash keeps the order) and is walked backwards.
+
+    Kafka's coordinator puts the group's members, walked in this order, into the HashMap
+    its assignors see, then the member that is joining: so mirror the group's member map
+    here (add on join, remove on leave) and pass the assignor the members in
+    `list(table)` order, the joining member last."""
+
+    _FIBONACCI = -7046029254386353131
+
+    def __init__(self, hash_of, expected_size: int = 0):
+        self.hash_of = hash_of
+        minimum = -(-expected_size * 4 // 3)  # ceil(expected / 0.75)
+        self.slots: list[list] = [[] for _ in range(max(2, table_size_for(minimum) if minimum > 0 else 0))]
+        self.size = 0
+
+    def _slot(self, key, slots: int) -> int:
+        shift = 65 - slots.bit_length()
+        product = (self.hash_of(key) * self._FIBONACCI) & 0xFFFFFFFFFFFFFFFF
+        return product >> shift
+
+    def add(self, key) -> None:
+        """put: a new key is appended to its slot; a present one keeps its place."""
+        if (self.size + 1) * 0.75 > len(self.slots):
+            old, self.slots = self.slots, [[] for _ in range(len(self.slots) * 2)]
+            for slot in old:
+                for k in slot:
+                    self.slots[self._slot(k, len(self.slots))].append(k)
+        slot = self.slots[self._slot(key, len(self.slots))]
+        if key not in slot:
+            slot.append(key)
+            self.size += 1
+
+    def remove(self, key) -> None:
+        slot = self.slots[self._slot(key, len(self.slots))]
+        if key in slot:
+            slot.remove(key)
+            self.size -= 1
+
+    def __contains__(self, key) -> bool:
+        return key in self.slots[self._slot(key, len(self.slots))]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        return iter([k for slot in self.slots for k in reversed(slot)])

@@ -45,6 +45,12 @@ class Judge:
             raise RuntimeError(f"the assignor judge died:\n{self.proc.stderr.read()[-4000:]}")
         return json.loads(line)
 
+    def timeline_order(self, ops: list[tuple[str, str]]) -> list[str]:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps({"timeline": ops}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())["order"]
+
     def close(self) -> None:
         if self.proc.stdin:
             self.proc.stdin.close()

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from kcoord.coordinator.javaorder import kafka_uuid_string
+from kcoord.coordinator.javaorder import TimelineHashTable, kafka_uuid_string, string_hash
 from tests.conformance.assignor_judge import (Judge, Member, Problem, Topic, kafka_answer, normalize, make_member_id,
                                               make_members, make_topics, random_current_assignment,
                                               subscription_type, with_assignment)
@@ -166,6 +166,26 @@ def test_subscribed_names_that_do_not_exist_match_kafka(judge, assignor):
                                       ghosts=list(problem.members[0].ghosts)))
         problem.subscription_type = subscription_type(problem.members)
         check(judge, problem)
+
+
+def test_group_member_map_order_matches_kafka(judge):
+    """kcoord's TimelineHashTable walks a group's members as Kafka's TimelineHashMap does,
+    through joins and leaves."""
+    rng = random.Random("timeline")
+    for _ in range(200):
+        table, present, ops = TimelineHashTable(string_hash), [], []
+        for _ in range(rng.randint(1, 60)):
+            if present and rng.random() < 0.3:
+                key = present.pop(rng.randrange(len(present)))
+                ops.append(("remove", key))
+                table.remove(key)
+            else:
+                key = make_member_id(rng) if rng.random() < 0.8 else f"m{rng.randrange(30)}"
+                if key not in present:
+                    present.append(key)
+                ops.append(("add", key))
+                table.add(key)
+        assert list(table) == judge.timeline_order(ops)
 
 
 @st.composite

@@ -1,6 +1,7 @@
 // Runs Apache Kafka's own server assignors (UniformAssignor, RangeAssignor of
 // kafka-group-coordinator) on assignment problems, for tests/conformance/test_assignors_vs_kafka.py.
 // stdin: one JSON problem a line; stdout: one JSON answer a line, in order.
+// Also: {"timeline": [["add"|"remove", key], ...]} answers {"order": [key, ...]}.
 //
 // A problem: {"assignor": "uniform"|"range", "subscription_type": "homogeneous"|"heterogeneous",
 //   "topics": [{"id": base64 Uuid, "name": str, "partitions": n, "racks": [[rack, ...] per partition] | null}],
@@ -17,6 +18,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.utils.LogContext;
+import org.apache.kafka.timeline.SnapshotRegistry;
+import org.apache.kafka.timeline.TimelineHashMap;
 import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
@@ -56,14 +60,34 @@ public class KcoordAssignorJudge {
         while ((line = in.readLine()) != null) {
             if (line.isBlank()) continue;
             ObjectNode answer = JSON.createObjectNode();
+            JsonNode request = JSON.readTree(line);
+            if (request.has("timeline")) {
+                answer.set("order", timelineOrder(request.get("timeline")));
+                out.println(JSON.writeValueAsString(answer));
+                out.flush();
+                continue;
+            }
             try {
-                answer.set("assignment", solve(JSON.readTree(line)));
+                answer.set("assignment", solve(request));
             } catch (PartitionAssignorException e) {
                 answer.put("error", String.valueOf(e.getMessage()));
             }
             out.println(JSON.writeValueAsString(answer));
             out.flush();
         }
+    }
+
+    // {"timeline": [["add"|"remove", key], ...]}: the keys of a group's member map
+    // (TimelineHashMap, as ModernGroup creates it) after those operations, as Kafka walks them.
+    static ArrayNode timelineOrder(JsonNode ops) {
+        TimelineHashMap<String, Boolean> map = new TimelineHashMap<>(new SnapshotRegistry(new LogContext()), 0);
+        for (JsonNode op : ops) {
+            if (op.get(0).asText().equals("add")) map.put(op.get(1).asText(), true);
+            else map.remove(op.get(1).asText());
+        }
+        ArrayNode order = JSON.createArrayNode();
+        map.forEach((key, value) -> order.add(key));
+        return order;
     }
 
     static Optional<String> optional(JsonNode node, String field) {
