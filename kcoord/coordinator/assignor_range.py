@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import Mapping
 
 from kcoord.coordinator.assignors import Assignment, AssignorError, MemberSpec, TopicSpec, is_homogeneous
-from kcoord.coordinator.javaorder import hashmap_order, string_compare_key, string_hash
+from kcoord.coordinator.assignor_uniform import subscribed_names, subscription_order
+from kcoord.coordinator.javaorder import (JavaHashTable, RecordPartitions, hashmap_order, string_compare_key,
+                                          string_hash, uuid_hash)
 
 
 def member_order(members: Mapping[str, MemberSpec]) -> list[str]:
@@ -36,16 +38,17 @@ class RangeAssignor:
         if not members:
             return result
         order = member_order(members)
-        # Homogeneous or not, the result is the same: each topic's subscribers, in member
-        # order, share its partitions (the homogeneous path only skips counting them).
-        subscribers: dict[str, list[str]] = {}
         homogeneous = is_homogeneous(members, subscription_type)
+        # Each member's topics, in the order Kafka walks its subscription (which is also
+        # the order of the member's record); homogeneous: the first member's for everyone.
+        walks = {m: subscription_order(members[order[0]] if homogeneous else members[m], topics) for m in order}
+        subscribers: dict[str, list[str]] = {}
         for member_id in order:
-            topic_ids = (members[order[0]] if homogeneous else members[member_id]).subscribed_topic_ids
-            for topic_id in topic_ids:
+            for topic_id in (members[order[0]] if homogeneous else members[member_id]).subscribed_topic_ids:
                 if topic_id not in topics:
                     raise AssignorError(f"member {member_id} is subscribed to a topic that does not exist")
                 subscribers.setdefault(topic_id, []).append(member_id)
+        ranges: dict[tuple[str, str], range] = {}
         for topic_id, owners in subscribers.items():
             count = topics[topic_id].partitions
             quota, extra = divmod(count, len(owners))
@@ -54,8 +57,16 @@ class RangeAssignor:
                 end = min(start + quota + (1 if extra > 0 else 0), count)
                 if extra > 0:
                     extra -= 1
-                if start < end:
-                    result[member_id][topic_id] = frozenset(range(start, end))
+                ranges[(member_id, topic_id)] = range(start, end)
                 start = end
+        for member_id in order:
+            walk = walks[member_id]
+            # sized by the topics found (homogeneous) or by the subscribed names (heterogeneous)
+            size = len(walk) if homogeneous else len(subscribed_names(members[member_id], topics))
+            assigned = JavaHashTable(uuid_hash, size * 4 // 3 + 1)
+            for topic_id in walk:
+                if ranges[(member_id, topic_id)]:
+                    assigned.add(topic_id)
+            result[member_id] = {t: RecordPartitions(ranges[(member_id, t)]) for t in assigned}
         return result
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from kcoord.coordinator.assignors import Assignment, AssignorError, MemberSpec, TopicSpec, is_homogeneous
-from kcoord.coordinator.javaorder import (hashmap_order, hashset_copy_order, partitions_order, string_hash,
-                                          uuid_bits, uuid_hash)
+from kcoord.coordinator.javaorder import (JavaHashTable, RecordPartitions, hashmap_order, hashset_copy_order,
+                                          integer_hash, record_list, string_hash, uuid_bits, uuid_hash)
 
 MAX_BALANCE_ROUNDS = 16
 
@@ -45,22 +45,77 @@ class UniformAssignor:
             target = _Homogeneous(member_ids, members, topics).build()
         else:
             target = _Heterogeneous(member_ids, members, topics).build()
-        for member_id, partitions_by_topic in target.items():
-            result[member_id] = {t: frozenset(ps) for t, ps in partitions_by_topic.items() if ps}
+        for member_id, member_target in target.items():
+            result[member_id] = member_target.result()
         return result
 
 
 def subscription_order(member: MemberSpec, topics: Mapping[str, TopicSpec]) -> list[str]:
-    """A member's subscribed topic ids as Kafka walks them: its topic names in a HashSet
-    (put in the order of `topics`), each resolved to its id."""
+    """A member's subscribed topic ids as Kafka walks them (TopicIds): its topic names in a
+    HashSet, each resolved to its id, names that do not resolve skipped."""
     ids_by_name = {topics[t].name: t for t in topics if t in member.subscribed_topic_ids}
-    return [ids_by_name[n] for n in hashset_copy_order(list(ids_by_name), string_hash)]
+    return [ids_by_name[n] for n in hashset_copy_order(subscribed_names(member, topics), string_hash)
+            if n in ids_by_name]
 
 
-def _assigned_topics(member: MemberSpec) -> list[str]:
-    """The topics of a member's current target assignment as Kafka walks them: a HashMap
-    filled in record order (the order of `member.assigned`)."""
-    return hashmap_order(list(member.assigned), uuid_hash)
+def subscribed_names(member: MemberSpec, topics: Mapping[str, TopicSpec]) -> list[str]:
+    """The names a member subscribes to (TopicIds.size() counts them all, resolved or not)."""
+    if member.subscribed_topic_names is not None:
+        return list(dict.fromkeys(member.subscribed_topic_names))
+    return [topics[t].name for t in topics if t in member.subscribed_topic_ids]
+
+
+class _Target:
+    """A member's target assignment as Kafka's builders hold it: the map read back from its
+    record (Assignment.fromRecord) until the first change, then a deep copy; kept as Java
+    hash tables so that the result knows Kafka's record order."""
+
+    def __init__(self, member: MemberSpec):
+        self.topics = JavaHashTable(uuid_hash)
+        self.sets: dict[str, JavaHashTable] = {}
+        for topic_id, partitions in member.assigned.items():
+            if topic_id not in self.sets:
+                self.topics.add(topic_id)
+                self.sets[topic_id] = JavaHashTable.copy_of(integer_hash, record_list(partitions))
+        self.copied = False
+
+    def original(self) -> list[tuple[str, JavaHashTable]]:
+        return [(t, self.sets[t]) for t in self.topics]
+
+    def mutable(self) -> None:
+        if self.copied:
+            return
+        topics = JavaHashTable(uuid_hash, len(self.topics))
+        sets = {}
+        for topic_id in self.topics:
+            topics.add(topic_id)
+            sets[topic_id] = JavaHashTable.copy_of(integer_hash, list(self.sets[topic_id]))
+        self.topics, self.sets, self.copied = topics, sets, True
+
+    def remove_topic(self, topic_id: str) -> None:
+        self.mutable()
+        self.topics.discard(topic_id)
+        self.sets.pop(topic_id, None)
+
+    def remove(self, topic_id: str, p: int) -> None:
+        self.mutable()
+        held = self.sets.get(topic_id)
+        if held is not None:
+            held.discard(p)
+            if not len(held):
+                self.remove_topic(topic_id)
+
+    def add(self, topic_id: str, p: int, new_set_capacity: int | None = None) -> None:
+        self.mutable()
+        # Kafka calls computeIfAbsent for every partition: its table may grow even when the
+        # topic is there already
+        self.topics.add_first(topic_id)
+        if topic_id not in self.sets:
+            self.sets[topic_id] = JavaHashTable(integer_hash, new_set_capacity)
+        self.sets[topic_id].add(p)
+
+    def result(self) -> dict[str, RecordPartitions]:
+        return {t: RecordPartitions(self.sets[t]) for t in self.topics if len(self.sets[t])}
 
 
 class _Homogeneous:
@@ -69,10 +124,12 @@ class _Homogeneous:
         self.members = members
         self.topics = topics
         first = members[member_ids[0]]
-        self.topic_ids = hashset_copy_order(subscription_order(first, topics), uuid_hash)
+        # new HashSet<>(TopicIds): sized by the names, filled with the ids that resolve
+        self.topic_ids = list(JavaHashTable(uuid_hash, max(len(subscribed_names(first, topics)) * 4 // 3 + 1, 16),
+                                            subscription_order(first, topics)))
         self.subscribed = set(self.topic_ids)
 
-    def build(self) -> dict[str, dict[str, set[int]]]:
+    def build(self) -> dict[str, _Target]:
         if not self.topic_ids:
             return {}
         held = {(t, p) for m in self.members.values() for t, ps in m.assigned.items() for p in ps}
@@ -84,31 +141,26 @@ class _Homogeneous:
             total += count
         n = len(self.member_ids)
         min_quota, extra = divmod(total, n)
-        target: dict[str, dict[str, set[int]]] = {}
+        target: dict[str, _Target] = {}
         unfilled: list[tuple[str, int]] = []
         for index, member_id in enumerate(self.member_ids):
-            member = self.members[member_id]
-            kept: dict[str, set[int]] = {}
+            kept = _Target(self.members[member_id])
             quota = min_quota
             takes_extra = extra > 0
             if takes_extra:
                 quota += 1
-            for topic_id in _assigned_topics(member):
-                partitions = partitions_order(member.assigned[topic_id])
+            for topic_id, partitions in kept.original():
                 if topic_id not in self.subscribed:
-                    continue  # the whole topic goes
-                kept[topic_id] = set(partitions)
-                if len(partitions) <= quota:
+                    kept.remove_topic(topic_id)
+                elif len(partitions) <= quota:
                     quota -= len(partitions)
-                    continue
-                for p in partitions:
-                    if quota > 0:
-                        quota -= 1
-                    else:
-                        kept[topic_id].discard(p)
-                        unassigned.append((topic_id, p))
-                if not kept[topic_id]:
-                    del kept[topic_id]
+                else:
+                    for p in list(partitions):
+                        if quota > 0:
+                            quota -= 1
+                        else:
+                            kept.remove(topic_id, p)
+                            unassigned.append((topic_id, p))
             # A member below its quota leaves the extra partition to a later member unless
             # only as many members as extra partitions remain.
             if quota > 0 and takes_extra and n - index > extra:
@@ -122,12 +174,13 @@ class _Homogeneous:
         next_free = 0
         for member_id, quota in unfilled:
             kept = target[member_id]
+            kept.mutable()
             for _ in range(quota):
                 if next_free >= len(unassigned):
                     break
                 topic_id, p = unassigned[next_free]
                 next_free += 1
-                kept.setdefault(topic_id, set()).add(p)
+                kept.add(topic_id, p)
         if next_free < len(unassigned):
             raise AssignorError("partitions were left unassigned")
         return target
@@ -202,7 +255,7 @@ class _Heterogeneous:
                 self.subscribers.setdefault(topic_id, []).append(index)
         self.sizes = [0] * len(member_ids)
         self.owners = {t: [-1] * topics[t].partitions for t in self.subscribers}
-        self.target: dict[str, dict[str, set[int]]] = {}
+        self.target: dict[str, _Target] = {}
 
     def _sorted_topics(self, topic_ids) -> list[str]:
         def key(topic_id: str):
@@ -213,19 +266,19 @@ class _Heterogeneous:
             return (-(count / subscribers), subscribers, _signed64(msb), _signed64(lsb))
         return sorted(topic_ids, key=key)
 
-    def build(self) -> dict[str, dict[str, set[int]]]:
+    def build(self) -> dict[str, _Target]:
         if not self.subscribers:
             return {}
         for index, member_id in enumerate(self.member_ids):
             member = self.members[member_id]
-            kept: dict[str, set[int]] = {}
-            for topic_id, partitions in member.assigned.items():
+            kept = _Target(member)
+            for topic_id, partitions in kept.original():
                 if topic_id in member.subscribed_topic_ids:
-                    partitions = set(partitions)
-                    kept[topic_id] = partitions
                     self.sizes[index] += len(partitions)
                     for p in partitions:
                         self.owners[topic_id][p] = index
+                else:
+                    kept.remove_topic(topic_id)
             self.target[member_id] = kept
         free = {t: [p for p, o in enumerate(owners) if o == -1] for t, owners in self.owners.items()}
         balancer = _Balancer(self.sizes)
@@ -284,13 +337,12 @@ class _Heterogeneous:
         owners = self.owners[topic_id]
         previous = owners[p]
         if previous != -1:
-            held = self.target[self.member_ids[previous]].get(topic_id)
-            if held is not None:
-                held.discard(p)
-                if not held:
-                    del self.target[self.member_ids[previous]][topic_id]
+            self.target[self.member_ids[previous]].remove(topic_id, p)
+            owners[p] = -1
             self.sizes[previous] -= 1
-        self.target[self.member_ids[index]].setdefault(topic_id, set()).add(p)
+        # a new set is sized for the topic's fair share: ceil(partitions / subscribers)
+        share = -(-self.topics[topic_id].partitions // len(self.subscribers[topic_id]))
+        self.target[self.member_ids[index]].add(topic_id, p, share * 4 // 3 + 1)
         owners[p] = index
         self.sizes[index] += 1
 

@@ -11,11 +11,14 @@ coordinator can recompute it after a restart and tests can compare it with Kafka
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping, Protocol
 
-# member id -> topic id -> partitions
+# member id -> topic id -> partitions. assign() returns the partitions as RecordPartitions
+# (kcoord.coordinator.javaorder), frozensets that also hold `record_order`, and each
+# member's topics in the order Kafka writes them: write a member's target assignment
+# record in that order to have Kafka's record.
 Assignment = dict[str, dict[str, frozenset[int]]]
 
 
@@ -27,9 +30,16 @@ class MemberSpec:
     subscribed_topic_ids: frozenset[str]  # resolved from names and the regex, only topics that exist
     # Its current target: topic id -> partitions. Kafka reads it back from the member's
     # target assignment record, and the uniform assignor's choices follow that record's
-    # order: the mapping's order is taken as the record's topic order; a frozenset as its
-    # partitions in ascending order, a tuple or list as they are listed.
+    # order: the mapping's order is taken as the record's topic order; partitions as
+    # listed by a tuple or list, by a RecordPartitions (what assign() returns) in its
+    # record_order, by another frozenset in ascending order. So pass back what assign()
+    # returned (or the record's lists) to get Kafka's next assignment exactly.
     assigned: Mapping[str, Collection[int]] = field(default_factory=dict)
+    # The topic names it subscribes to, as its member record lists them, names that do not
+    # exist included (with a regex: the regex's resolved topics as their record lists them):
+    # Kafka walks its topics in the order of a HashSet of these names. None: the names of
+    # subscribed_topic_ids, in the order of `topics`.
+    subscribed_topic_names: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,9 +66,10 @@ class ServerAssignor(Protocol):
                subscription_type: str | None = None) -> Assignment:
         """The new target assignment of every member (a member with nothing gets an empty dict).
 
-        `members` in the order Kafka puts them into its member map (the group's members,
-        then those joining or updated): `uniform` follows Java's HashMap order of the member
-        ids, which only depends on that order for ids that share a bucket. `topics` in any
+        `members` in the order Kafka puts them into its member map: the group's members as
+        its TimelineHashMap walks them (mirror it with javaorder.TimelineHashTable: add on
+        join, remove on leave), then the joining member. `uniform` follows Java's HashMap
+        order of the member ids, which depends on that order for ids that share a bucket. `topics` in any
         order; a member's subscribed names are walked as Kafka's HashSet of them, filled in
         the order of `topics`. Raises AssignorError where Kafka's assignor throws.
 

@@ -4,15 +4,18 @@ Kafka's server assignors walk `HashMap`s and `HashSet`s, so which member or part
 comes first (and so who keeps what) depends on Java's hash codes and table sizes. To give
 exactly Kafka's assignment, kcoord walks the same keys in the same order:
 
-* a `HashMap`/`HashSet` iterates its table bucket by bucket; a bucket holds its keys in
-  insertion order (a resize splits buckets without reordering them). The bucket of a key
-  is `(h ^ (h >>> 16)) & (capacity - 1)` with `h` its `hashCode()`;
-* `new HashMap<>()` starts at 16 buckets and doubles when it holds more than 3/4 of that;
+* a `HashMap`/`HashSet` iterates its table bucket by bucket. The bucket of a key is
+  `(h ^ (h >>> 16)) & (capacity - 1)` with `h` its `hashCode()`; `put` appends a new key
+  to its bucket, `computeIfAbsent` puts it first; a resize splits buckets without
+  reordering them;
+* `new HashMap<>()` starts at 16 buckets and doubles when it holds more than 3/4 of that
+  (`put` checks after adding, `computeIfAbsent` before, on every call);
   `new HashSet<>(collection)` starts at `max(size / .75f + 1, 16)` rounded up to a power
   of two; `new HashMap<>(n)` at `n` rounded up to a power of two.
 
-Not emulated: a bucket of 8 or more keys in a table of 64 or more buckets becomes a tree
-whose insertion order differs (it needs 8 colliding keys: not a case of real groups).
+A bucket that grows past 8 keys doubles a table under 64 buckets (emulated); in a larger
+table it becomes a tree, whose order is not emulated (9 keys in one bucket of 64 or more:
+e.g. one member holding partitions p, p + 64, ..., p + 512 of a topic).
 """
 from __future__ import annotations
 
@@ -82,45 +85,191 @@ def table_size_for(n: int) -> int:
     return max(cap, 1)
 
 
-def grown_capacity(size: int, initial: int = 16) -> int:
-    """The table size of a HashMap that started at `initial` buckets after `size` puts."""
-    cap = initial
-    while size > cap * 3 // 4:
-        cap <<= 1
-    return cap
+class RecordPartitions(frozenset):
+    """An assignor's partitions of one topic for one member, which also knows the order
+    Kafka would list them in the target assignment record (`record_order`). Passed back
+    as a member's current assignment, that order is used."""
+
+    record_order: tuple[int, ...]
+
+    def __new__(cls, ordered: Iterable[int]):
+        ordered = tuple(ordered)
+        self = super().__new__(cls, ordered)
+        self.record_order = ordered
+        return self
+
+    def __reduce__(self):
+        return (RecordPartitions, (self.record_order,))
 
 
-def copy_capacity(size: int) -> int:
-    """The table size of `new HashSet<>(collection)` / `new HashMap<>(map)` of `size` elements."""
-    return grown_capacity(size, table_size_for(max(size * 4 // 3 + 1, 16)))
+def record_list(partitions: Iterable[int]) -> list[int]:
+    """A member's partitions of a topic as its record lists them: RecordPartitions in their
+    record order, another set ascending, a list or tuple as it is."""
+    order = getattr(partitions, "record_order", None)
+    if order is not None:
+        return list(order)
+    return sorted(partitions) if isinstance(partitions, (set, frozenset)) else list(partitions)
 
 
-def presized_capacity(n: int, size: int) -> int:
-    """The table size of `new HashMap<>(n)` after `size` puts."""
-    return grown_capacity(size, table_size_for(max(n, 1)))
+TREEIFY_THRESHOLD = 8
+MIN_TREEIFY_CAPACITY = 64
 
 
-def iteration_order(keys: Sequence[K], hash_of, capacity: int) -> list[K]:
-    """`keys` (distinct, in insertion order) as a Java hash table of `capacity` buckets walks them."""
-    mask = capacity - 1
-    indexed = [(_spread(hash_of(k)) & mask, i, k) for i, k in enumerate(keys)]
-    indexed.sort(key=lambda t: (t[0], t[1]))
-    return [k for _, _, k in indexed]
+class JavaHashTable:
+    """The keys of a java.util.HashMap/HashSet, bucket by bucket as Java keeps them.
+    `capacity` None is `new HashMap<>()`, a number `new HashMap<>(number)`. `add` is
+    put/HashSet.add (a new key goes to the end of its bucket, the table grows after);
+    `add_first` is computeIfAbsent (a new key goes to the head of its bucket, the table
+    grows before, when it already holds more than its threshold)."""
+
+    def __init__(self, hash_of, capacity: int | None = None, keys: Iterable = ()):
+        self.hash_of = hash_of
+        self.threshold = 0 if capacity is None else table_size_for(max(capacity, 1))
+        self.table: list[list] | None = None
+        self.size = 0
+        for k in keys:
+            self.add(k)
+
+    @classmethod
+    def copy_of(cls, hash_of, keys: Sequence) -> "JavaHashTable":
+        """`new HashSet<>(collection)`: sized by the collection, duplicates included."""
+        return cls(hash_of, max(len(keys) * 4 // 3 + 1, 16), keys)
+
+    def _index(self, key, capacity: int) -> int:
+        return _spread(self.hash_of(key)) & (capacity - 1)
+
+    def _resize(self) -> None:
+        old_cap = len(self.table) if self.table is not None else 0
+        new_threshold = 0
+        if old_cap > 0:
+            new_cap = old_cap * 2
+            if old_cap >= 16:
+                new_threshold = self.threshold * 2
+        elif self.threshold > 0:
+            new_cap = self.threshold
+        else:
+            new_cap, new_threshold = 16, 12
+        if new_threshold == 0:
+            new_threshold = int(new_cap * 0.75)
+        table: list[list] = [[] for _ in range(new_cap)]
+        if self.table is not None:
+            for bucket in self.table:  # a split keeps each bucket's order
+                for key in bucket:
+                    table[self._index(key, new_cap)].append(key)
+        self.table, self.threshold = table, new_threshold
+
+    def _treeify(self) -> None:
+        """A long bucket: Java doubles a table under 64 buckets instead of making the bucket
+        a tree (a tree's order is not emulated: see the module's docstring)."""
+        assert self.table is not None
+        if len(self.table) < MIN_TREEIFY_CAPACITY:
+            self._resize()
+
+    def _bucket(self, key) -> list:
+        assert self.table is not None
+        return self.table[self._index(key, len(self.table))]
+
+    def __contains__(self, key) -> bool:
+        return self.table is not None and key in self._bucket(key)
+
+    def add(self, key) -> None:
+        if self.table is None:
+            self._resize()
+        bucket = self._bucket(key)
+        if key in bucket:
+            return
+        bucket.append(key)
+        if len(bucket) > TREEIFY_THRESHOLD:
+            self._treeify()
+        self.size += 1
+        if self.size > self.threshold:
+            self._resize()
+
+    def add_first(self, key) -> None:
+        if self.size > self.threshold or self.table is None:
+            self._resize()
+        bucket = self._bucket(key)
+        if key in bucket:
+            return
+        bucket.insert(0, key)
+        if len(bucket) > TREEIFY_THRESHOLD - 1:
+            self._treeify()
+        self.size += 1
+
+    def discard(self, key) -> None:
+        if key in self:
+            self._bucket(key).remove(key)
+            self.size -= 1
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        return iter([k for bucket in self.table or () for k in bucket])
 
 
 def hashmap_order(keys: Sequence[K], hash_of) -> list[K]:
     """Keys put one by one into `new HashMap<>()`."""
-    return iteration_order(keys, hash_of, grown_capacity(len(keys)))
+    return list(JavaHashTable(hash_of, None, keys))
 
 
 def hashset_copy_order(keys: Sequence[K], hash_of) -> list[K]:
-    """`new HashSet<>(keys)`."""
-    return iteration_order(keys, hash_of, copy_capacity(len(keys)))
+    """`new HashSet<>(keys)` (sized by `keys`, duplicates included)."""
+    return list(JavaHashTable.copy_of(hash_of, keys))
 
 
 def partitions_order(partitions: Iterable[int]) -> list[int]:
-    """A record's partition list read back as `new HashSet<>(list)`: a set is taken as
-    listed in ascending order, a list or tuple in its order."""
-    seq = sorted(partitions) if isinstance(partitions, (set, frozenset)) else list(partitions)
-    capacity = copy_capacity(len(seq))  # sized by the list, duplicates included
-    return iteration_order(list(dict.fromkeys(seq)), integer_hash, capacity)
+    """A record's partition list read back as `new HashSet<>(list)` (see record_list)."""
+    return hashset_copy_order(record_list(partitions), integer_hash)
+
+
+class TimelineHashTable:
+    """The latest view of Kafka's TimelineHashMap (org.apache.kafka.timeline), which holds a
+    group's members: Fibonacci hashing of `hashCode()` into at least 2 slots, doubled when
+    one more key would fill 3/4; a slot keeps its keys in insertion order (a replaced key
+    keeps its place, a rehash keeps the order) and is walked backwards.
+
+    Kafka's coordinator puts the group's members, walked in this order, into the HashMap
+    its assignors see, then the member that is joining: so mirror the group's member map
+    here (add on join, remove on leave) and pass the assignor the members in
+    `list(table)` order, the joining member last."""
+
+    _FIBONACCI = -7046029254386353131
+
+    def __init__(self, hash_of, expected_size: int = 0):
+        self.hash_of = hash_of
+        minimum = -(-expected_size * 4 // 3)  # ceil(expected / 0.75)
+        self.slots: list[list] = [[] for _ in range(max(2, table_size_for(minimum) if minimum > 0 else 0))]
+        self.size = 0
+
+    def _slot(self, key, slots: int) -> int:
+        shift = 65 - slots.bit_length()
+        product = (self.hash_of(key) * self._FIBONACCI) & 0xFFFFFFFFFFFFFFFF
+        return product >> shift
+
+    def add(self, key) -> None:
+        """put: a new key is appended to its slot; a present one keeps its place."""
+        if (self.size + 1) * 0.75 > len(self.slots):
+            old, self.slots = self.slots, [[] for _ in range(len(self.slots) * 2)]
+            for slot in old:
+                for k in slot:
+                    self.slots[self._slot(k, len(self.slots))].append(k)
+        slot = self.slots[self._slot(key, len(self.slots))]
+        if key not in slot:
+            slot.append(key)
+            self.size += 1
+
+    def remove(self, key) -> None:
+        slot = self.slots[self._slot(key, len(self.slots))]
+        if key in slot:
+            slot.remove(key)
+            self.size -= 1
+
+    def __contains__(self, key) -> bool:
+        return key in self.slots[self._slot(key, len(self.slots))]
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        return iter([k for slot in self.slots for k in reversed(slot)])

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcoord.conformance.javaclient import JVM_OPTS, compile_once
-from kcoord.coordinator.assignors import MemberSpec, TopicSpec
+from kcoord.coordinator.assignors import MemberSpec, TopicSpec, group_subscription_type
 from kcoord.coordinator.javaorder import kafka_uuid_string
 from kcoord.testing import reference_kafka
 
@@ -45,6 +45,12 @@ class Judge:
             raise RuntimeError(f"the assignor judge died:\n{self.proc.stderr.read()[-4000:]}")
         return json.loads(line)
 
+    def timeline_order(self, ops: list[tuple[str, str]]) -> list[str]:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps({"timeline": ops}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())["order"]
+
     def close(self) -> None:
         if self.proc.stdin:
             self.proc.stdin.close()
@@ -62,6 +68,7 @@ class Member:
     instance_id: str | None = None
     rack_id: str | None = None
     assigned: list[tuple[str, list[int]]] = field(default_factory=list)  # record order
+    ghosts: list[str] = field(default_factory=list)  # subscribed names of no topic
 
 
 @dataclass
@@ -88,7 +95,7 @@ class Problem:
             "topics": [{"id": t.topic_id, "name": t.name, "partitions": t.partitions, "racks": t.racks}
                        for t in self.topics],
             "members": [{"id": m.member_id, "instance": m.instance_id, "rack": m.rack_id,
-                         "topics": [names[t] for t in order if t in m.topics],
+                         "topics": [names[t] for t in order if t in m.topics] + m.ghosts,
                          "assigned": [[t, ps] for t, ps in m.assigned]} for m in self.members],
         }
 
@@ -96,14 +103,21 @@ class Problem:
         topics = {t.topic_id: TopicSpec(t.topic_id, t.name, t.partitions,
                                         {p: frozenset(r) for p, r in enumerate(t.racks or [])})
                   for t in self.topics}
+        names = {t.topic_id: t.name for t in self.topics}
         members = {m.member_id: MemberSpec(m.member_id, m.instance_id, m.rack_id, frozenset(m.topics),
-                                           {t: tuple(ps) for t, ps in m.assigned}) for m in self.members}
+                                           {t: tuple(ps) for t, ps in m.assigned},
+                                           tuple([names[t.topic_id] for t in self.topics if t.topic_id in m.topics]
+                                                 + m.ghosts) if m.ghosts else None)
+                   for m in self.members}
         return members, topics
 
-    def solve_in_python(self) -> dict[str, dict[str, frozenset[int]]]:
+    def solve_in_python_raw(self) -> dict:
         from kcoord.coordinator.assignors import assignors
         members, topics = self.specs()
-        return normalize(assignors()[self.assignor].assign(members, topics, self.subscription_type), members)
+        return assignors()[self.assignor].assign(members, topics, self.subscription_type)
+
+    def solve_in_python(self) -> dict[str, dict[str, frozenset[int]]]:
+        return normalize(self.solve_in_python_raw(), self.specs()[0])
 
 
 def normalize(assignment: dict, members) -> dict[str, dict[str, frozenset[int]]]:
@@ -156,7 +170,8 @@ def make_members(rng: random.Random, topics: list[Topic], count: int, homogeneou
 
 
 def subscription_type(members: list[Member]) -> str:
-    return "homogeneous" if len({frozenset(m.topics) for m in members}) <= 1 else "heterogeneous"
+    """Kafka's, from the subscribed names (ghosts included)."""
+    return group_subscription_type([(set(m.topics) | set(m.ghosts), None) for m in members], {})
 
 
 def random_current_assignment(rng: random.Random, members: list[Member], topics: list[Topic]) -> None:

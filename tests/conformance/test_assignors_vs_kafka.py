@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from kcoord.coordinator.javaorder import kafka_uuid_string
-from tests.conformance.assignor_judge import (Judge, Member, Problem, Topic, kafka_answer, make_member_id,
+from kcoord.coordinator.javaorder import TimelineHashTable, kafka_uuid_string, string_hash
+from tests.conformance.assignor_judge import (Judge, Member, Problem, Topic, kafka_answer, normalize, make_member_id,
                                               make_members, make_topics, random_current_assignment,
                                               subscription_type, with_assignment)
 
@@ -40,8 +40,14 @@ def check(judge: Judge, problem: Problem) -> dict:
         with pytest.raises(Exception):
             problem.solve_in_python()
         return answer
-    got = problem.solve_in_python()
+    raw = problem.solve_in_python_raw()
+    got = normalize(raw, members)
     assert got == expected, f"differs from Kafka on {json.dumps(problem.to_json())}"
+    # and in the order Kafka's target assignment record would list topics and partitions
+    for member_id, topics in answer["assignment"].items():
+        kafka_order = [(t, ps) for t, ps in topics.items() if ps]
+        ours = [(t, list(ps.record_order)) for t, ps in raw[member_id].items()]
+        assert ours == kafka_order, f"record order of {member_id} differs on {json.dumps(problem.to_json())}"
     return answer
 
 
@@ -139,6 +145,47 @@ def test_members_without_topics_match_kafka(judge, assignor):
             random_current_assignment(rng, problem.members, problem.topics)
         problem.subscription_type = subscription_type(problem.members)
         check(judge, problem)
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_subscribed_names_that_do_not_exist_match_kafka(judge, assignor):
+    """A name of no topic counts in Kafka's subscription type and in its hash set's size."""
+    rng = random.Random(f"ghosts-{assignor}")
+    for i in range(100):
+        problem = random_problem(rng, assignor, homogeneous=i % 2 == 0)
+        ghosts = [f"ghost-{k}" for k in range(rng.randint(1, 16))]
+        for m in problem.members:
+            if i % 4 < 2 or rng.random() < 0.5:
+                m.ghosts = list(ghosts)
+        if i % 3 == 0:
+            random_current_assignment(rng, problem.members, problem.topics)
+        problem.subscription_type = subscription_type(problem.members)
+        answer = check(judge, problem)
+        with_assignment(problem.members, answer)
+        problem.members.append(Member(make_member_id(rng), list(problem.members[0].topics),
+                                      ghosts=list(problem.members[0].ghosts)))
+        problem.subscription_type = subscription_type(problem.members)
+        check(judge, problem)
+
+
+def test_group_member_map_order_matches_kafka(judge):
+    """kcoord's TimelineHashTable walks a group's members as Kafka's TimelineHashMap does,
+    through joins and leaves."""
+    rng = random.Random("timeline")
+    for _ in range(200):
+        table, present, ops = TimelineHashTable(string_hash), [], []
+        for _ in range(rng.randint(1, 60)):
+            if present and rng.random() < 0.3:
+                key = present.pop(rng.randrange(len(present)))
+                ops.append(("remove", key))
+                table.remove(key)
+            else:
+                key = make_member_id(rng) if rng.random() < 0.8 else f"m{rng.randrange(30)}"
+                if key not in present:
+                    present.append(key)
+                ops.append(("add", key))
+                table.add(key)
+        assert list(table) == judge.timeline_order(ops)
 
 
 @st.composite

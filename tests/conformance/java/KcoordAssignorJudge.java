@@ -1,6 +1,7 @@
 // Runs Apache Kafka's own server assignors (UniformAssignor, RangeAssignor of
 // kafka-group-coordinator) on assignment problems, for tests/conformance/test_assignors_vs_kafka.py.
 // stdin: one JSON problem a line; stdout: one JSON answer a line, in order.
+// Also: {"timeline": [["add"|"remove", key], ...]} answers {"order": [key, ...]}.
 //
 // A problem: {"assignor": "uniform"|"range", "subscription_type": "homogeneous"|"heterogeneous",
 //   "topics": [{"id": base64 Uuid, "name": str, "partitions": n, "racks": [[rack, ...] per partition] | null}],
@@ -8,7 +9,7 @@
 //                "assigned": [[topic id, [partition, ...]], ...]}]}
 // The inputs are shaped as Kafka's coordinator shapes them: members put one by one into a
 // HashMap (TargetAssignmentBuilder), a member's subscribed names a HashSet resolved to ids
-// in its order (TopicIds), its current target assignment read back from a record
+// in its order (TopicIds itself), its current target assignment read back from a record
 // (Assignment.fromRecord: a HashMap of HashSets, in record order).
 // An answer: {"assignment": {member id: {topic id: [partition, ...]}}} or {"error": message}, topics
 // and partitions in the order Kafka would write them to the target assignment record.
@@ -17,6 +18,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.utils.LogContext;
+import org.apache.kafka.timeline.SnapshotRegistry;
+import org.apache.kafka.timeline.TimelineHashMap;
 import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
@@ -28,6 +32,8 @@ import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
 import org.apache.kafka.coordinator.group.modern.Assignment;
 import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
+import org.apache.kafka.coordinator.group.modern.TopicIds;
+import org.apache.kafka.coordinator.common.runtime.CoordinatorMetadataImage;
 
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
@@ -39,7 +45,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -55,14 +60,34 @@ public class KcoordAssignorJudge {
         while ((line = in.readLine()) != null) {
             if (line.isBlank()) continue;
             ObjectNode answer = JSON.createObjectNode();
+            JsonNode request = JSON.readTree(line);
+            if (request.has("timeline")) {
+                answer.set("order", timelineOrder(request.get("timeline")));
+                out.println(JSON.writeValueAsString(answer));
+                out.flush();
+                continue;
+            }
             try {
-                answer.set("assignment", solve(JSON.readTree(line)));
+                answer.set("assignment", solve(request));
             } catch (PartitionAssignorException e) {
                 answer.put("error", String.valueOf(e.getMessage()));
             }
             out.println(JSON.writeValueAsString(answer));
             out.flush();
         }
+    }
+
+    // {"timeline": [["add"|"remove", key], ...]}: the keys of a group's member map
+    // (TimelineHashMap, as ModernGroup creates it) after those operations, as Kafka walks them.
+    static ArrayNode timelineOrder(JsonNode ops) {
+        TimelineHashMap<String, Boolean> map = new TimelineHashMap<>(new SnapshotRegistry(new LogContext()), 0);
+        for (JsonNode op : ops) {
+            if (op.get(0).asText().equals("add")) map.put(op.get(1).asText(), true);
+            else map.remove(op.get(1).asText());
+        }
+        ArrayNode order = JSON.createArrayNode();
+        map.forEach((key, value) -> order.add(key));
+        return order;
     }
 
     static Optional<String> optional(JsonNode node, String field) {
@@ -103,6 +128,28 @@ public class KcoordAssignorJudge {
             }
         };
 
+        Map<Uuid, String> namesById = new HashMap<>();
+        idsByName.forEach((name, id) -> namesById.put(id, name));
+        TopicIds.TopicResolver resolver = new TopicIds.TopicResolver() {
+            @Override
+            public CoordinatorMetadataImage image() {
+                return null;
+            }
+
+            @Override
+            public String name(Uuid id) {
+                return namesById.get(id);
+            }
+
+            @Override
+            public Uuid id(String name) {
+                return idsByName.get(name);
+            }
+
+            @Override
+            public void clear() {
+            }
+        };
         Map<String, MemberSubscriptionAndAssignmentImpl> members = new HashMap<>();
         Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
         List<Set<Uuid>> subscriptions = new ArrayList<>();
@@ -110,12 +157,13 @@ public class KcoordAssignorJudge {
             String memberId = m.get("id").asText();
             List<String> names = new ArrayList<>();
             for (JsonNode n : m.get("topics")) names.add(n.asText());
-            Set<Uuid> subscribed = new LinkedHashSet<>();
-            for (String name : new HashSet<>(names)) {
-                Uuid id = idsByName.get(name);
-                if (id != null) subscribed.add(id);
+            // as ConsumerGroupMember keeps its names and TopicIds resolves them
+            Set<Uuid> subscribed = new TopicIds(new HashSet<>(names), resolver);
+            Set<Uuid> resolved = new HashSet<>();
+            for (String name : names) {
+                if (idsByName.containsKey(name)) resolved.add(idsByName.get(name));
             }
-            subscriptions.add(subscribed);
+            subscriptions.add(resolved);
             Map<Uuid, Set<Integer>> assigned = new HashMap<>();
             for (JsonNode a : m.get("assigned")) {
                 Uuid topicId = Uuid.fromString(a.get(0).asText());

@@ -203,3 +203,23 @@ def test_group_subscription_type_follows_kafka():
     assert group_subscription_type([(set(), "t.*"), (set(), "u.*")], {"t.*": {"t1"}, "u.*": {"t1"}}) == HETEROGENEOUS
     assert group_subscription_type([({"t1"}, "t.*"), (set(), "t.*")], {"t.*": {"t1"}}) == HETEROGENEOUS
     assert group_subscription_type([(set(), "t.*"), ({"x"}, None)], {"t.*": {"t1"}}) == HETEROGENEOUS
+
+
+def test_record_partitions_carry_their_record_order_back():
+    from kcoord.coordinator.javaorder import RecordPartitions, record_list
+    rp = RecordPartitions([17, 1, 33])
+    assert rp == frozenset({1, 17, 33}) and rp.record_order == (17, 1, 33)
+    assert record_list(rp) == [17, 1, 33]
+    assert record_list(frozenset({17, 1})) == [1, 17]
+    assert record_list((17, 1)) == [17, 1]
+    assert partitions_order(rp) == [17, 1, 33]  # all in bucket 1, as listed
+
+
+def test_results_are_record_partitions_in_record_order():
+    topics = topics_of(40, 40)
+    members = {f"m{i}": member(f"m{i}", topics) for i in range(3)}
+    for name in ("uniform", "range"):
+        result = assignors()[name].assign(members, topics)
+        for by_topic in result.values():
+            for partitions in by_topic.values():
+                assert sorted(partitions.record_order) == sorted(partitions)
