@@ -29,6 +29,7 @@ from kcoord.coordinator.consumer_group import (
 )
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
+from kcoord.coordinator.javaorder import RecordPartitions, record_list
 from kcoord.coordinator.reconciliation import FencedInUnknownState, owned_from_request, reconcile
 from kcoord.coordinator.records import ConsumerGroupRecord, offset_tombstone
 from kcoord.coordinator.requests import ConsumerHeartbeatRequest
@@ -334,6 +335,14 @@ class ConsumerProtocol:
             names |= {n for n in topics if pattern.fullmatch(n)}
         return names
 
+    def _record_topic_names(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]]) -> tuple[str, ...]:
+        """The names as Kafka's member record lists them (missing topics included), then what its
+        regex resolves to: the uniform assignor walks topics in the order these give."""
+        names = list(dict.fromkeys(member.subscribed_topic_names))
+        if member.subscribed_topic_regex:
+            names += [n for n in topics if self._regex_matches(member.subscribed_topic_regex, n) and n not in names]
+        return tuple(names)
+
     def _member_topic_ids(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]]) -> set[str]:
         return {topics[n][0] for n in self._member_topic_names(member, topics)}
 
@@ -384,7 +393,8 @@ class ConsumerProtocol:
         ordered += [group.members[updating]] if updating in group.members else []
         specs = {m.member_id: MemberSpec(m.member_id, m.instance_id, m.rack_id,
                                          frozenset(self._member_topic_ids(m, topics)),
-                                         dict(group.target.get(m.member_id, {})))
+                                         dict(group.target.get(m.member_id, {})),
+                                         self._record_topic_names(m, topics))
                  for m in ordered}
         topic_specs = {tid: TopicSpec(tid, n, count) for n, (tid, count) in group.subscribed_topics.items()}
         regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
@@ -392,7 +402,10 @@ class ConsumerProtocol:
         kind = group_subscription_type(
             [(m.subscribed_topic_names, m.subscribed_topic_regex) for m in ordered], resolved)
         computed = assignor.assign(specs, topic_specs, kind)
-        self._set_target(group, name, {mid: {t: frozenset(ps) for t, ps in computed.get(mid, {}).items() if ps}
+        # The assignor's partitions are kept as they come (RecordPartitions know the order Kafka
+        # lists them in; the next assignment and the target record follow it).
+        self._set_target(group, name, {mid: {t: ps if isinstance(ps, frozenset) else RecordPartitions(ps)
+                                             for t, ps in computed.get(mid, {}).items() if ps}
                                        for mid in group.members})
 
     def _set_target(self, group: ConsumerGroup, name: str, new_target: dict) -> None:
@@ -607,7 +620,7 @@ def snapshot(group: ConsumerGroup) -> dict:
         "assignment_epoch": group.assignment_epoch, "assignor_name": group.assignor_name,
         "state_ms": group.state_ms, "emptied_at_ms": group.emptied_at_ms,
         "subscribed_topics": {n: list(v) for n, v in group.subscribed_topics.items()},
-        "target": {m: {t: sorted(ps) for t, ps in parts.items()} for m, parts in group.target.items()},
+        "target": {m: {t: record_list(ps) for t, ps in parts.items()} for m, parts in group.target.items()},
         "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                      "client_id": m.client_id, "client_host": m.client_host,
                      "rebalance_timeout_ms": m.rebalance_timeout_ms,
@@ -625,7 +638,7 @@ def restore(value: dict) -> ConsumerGroup:
                           assignment_epoch=value["assignment_epoch"], assignor_name=value.get("assignor_name", ""),
                           state_ms=value.get("state_ms"), emptied_at_ms=value.get("emptied_at_ms"))
     group.subscribed_topics = {n: (v[0], v[1]) for n, v in value.get("subscribed_topics", {}).items()}
-    group.target = {m: {t: frozenset(ps) for t, ps in parts.items()} for m, parts in value["target"].items()}
+    group.target = {m: {t: RecordPartitions(ps) for t, ps in parts.items()} for m, parts in value["target"].items()}
     for m in value["members"]:
         try:
             state = MemberState(m["state"])

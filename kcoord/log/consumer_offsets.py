@@ -315,10 +315,12 @@ def _consumer_key(kind: int, group: str, member: str | None = None) -> bytes:
     return struct.pack(">h", kind) + _str(group) + (b"" if member is None else _str(member))
 
 
-def _topic_partitions(parts: dict, with_epochs: bool) -> bytes:
+def _topic_partitions(parts: dict, with_epochs: bool, as_listed: bool = False) -> bytes:
+    """`as_listed`: topics and partitions in the order given (a target assignment, in the
+    order the assignor gave, which is Kafka's record order); otherwise ascending."""
     items = []
-    for topic_id, partitions in sorted(parts.items()):
-        ordered = sorted(int(p) for p in partitions)
+    for topic_id, partitions in (parts.items() if as_listed else sorted(parts.items())):
+        ordered = [int(p) for p in partitions] if as_listed else sorted(int(p) for p in partitions)
         tags = _NO_TAGS
         if with_epochs:
             epochs = _int32s([partitions[str(p)] if str(p) in partitions else partitions[p] for p in ordered])
@@ -354,7 +356,8 @@ def consumer_group_records(value: dict | None, group_id: str, previous: dict | N
                 v0 + struct.pack(">i", value["group_epoch"]) + _NO_TAGS))
     for member_id, parts in value["target"].items():
         out.append((_consumer_key(CONSUMER_TARGET_MEMBER, group_id, member_id),
-                    v0 + _topic_partitions({t: {p: 0 for p in ps} for t, ps in parts.items()}, False) + _NO_TAGS))
+                    v0 + _topic_partitions({t: list(ps) for t, ps in parts.items()}, False, as_listed=True)
+                    + _NO_TAGS))
     out.append((_consumer_key(CONSUMER_TARGET_METADATA, group_id),
                 v0 + struct.pack(">i", value["assignment_epoch"]) + _NO_TAGS))
     for m in members:
