@@ -305,6 +305,31 @@ TABLE: tuple[BrokerConfig, ...] = (
     BrokerConfig("group.max.size", "int", str(INT_MAX),
                  "The most members a classic group accepts; further joiners get GROUP_MAX_SIZE_REACHED.",
                  field="group_max_size", flag="--group-max-size", at_least=1),
+    # Consumer group protocol, KIP-848 (GroupCoordinatorConfig's group.consumer.*).
+    BrokerConfig("group.consumer.session.timeout.ms", "int", "45000",
+                 "A consumer-protocol member whose heartbeats stop for this long is fenced from its group.",
+                 field="group_consumer_session_timeout_ms", at_least=1),
+    BrokerConfig("group.consumer.min.session.timeout.ms", "int", "45000",
+                 "The smallest group.consumer.session.timeout.ms allowed (also per group in Kafka).",
+                 field="group_consumer_min_session_timeout_ms", at_least=1),
+    BrokerConfig("group.consumer.max.session.timeout.ms", "int", "60000",
+                 "The largest group.consumer.session.timeout.ms allowed (also per group in Kafka).",
+                 field="group_consumer_max_session_timeout_ms", at_least=1),
+    BrokerConfig("group.consumer.heartbeat.interval.ms", "int", "5000",
+                 "The heartbeat interval ConsumerGroupHeartbeat answers tell members.",
+                 field="group_consumer_heartbeat_interval_ms", at_least=1),
+    BrokerConfig("group.consumer.min.heartbeat.interval.ms", "int", "5000",
+                 "The smallest group.consumer.heartbeat.interval.ms allowed.",
+                 field="group_consumer_min_heartbeat_interval_ms", at_least=1),
+    BrokerConfig("group.consumer.max.heartbeat.interval.ms", "int", "15000",
+                 "The largest group.consumer.heartbeat.interval.ms allowed.",
+                 field="group_consumer_max_heartbeat_interval_ms", at_least=1),
+    BrokerConfig("group.consumer.max.size", "int", str(INT_MAX),
+                 "The most members a consumer group accepts; further joiners get GROUP_MAX_SIZE_REACHED.",
+                 field="group_consumer_max_size", at_least=1),
+    BrokerConfig("group.consumer.assignors", "list", "uniform,range",
+                 "The server assignors members may name; the first is used when a member names none.",
+                 field="group_consumer_assignors"),
     # Offsets (GroupCoordinatorConfig).
     BrokerConfig("offsets.retention.minutes", "int", "10080",
                  "Committed offsets of a group are dropped this long after it became empty (or, for "
@@ -464,6 +489,20 @@ def check_consistency(cfg) -> None:
         raise ConfigError("sasl.enabled.mechanisms", cfg.static_broker_configs.get("sasl.enabled.mechanisms", ""),
                           f"SASL is on (--sasl-users) but none of these is supported "
                           f"(kcoord supports {', '.join(_SASL_MECHANISMS)})")
+    # As Kafka's GroupCoordinatorConfig requires of the group.consumer.* values.
+    c = cfg
+    for low, high, name, value in (
+            (c.group_consumer_min_heartbeat_interval_ms, c.group_consumer_max_heartbeat_interval_ms,
+             "group.consumer.heartbeat.interval.ms", c.group_consumer_heartbeat_interval_ms),
+            (c.group_consumer_min_session_timeout_ms, c.group_consumer_max_session_timeout_ms,
+             "group.consumer.session.timeout.ms", c.group_consumer_session_timeout_ms)):
+        if not low <= value <= high:
+            raise ConfigError(name, str(value), f"must be between its min ({low}) and max ({high})")
+    if c.group_consumer_heartbeat_interval_ms >= c.group_consumer_session_timeout_ms:
+        raise ConfigError("group.consumer.heartbeat.interval.ms", str(c.group_consumer_heartbeat_interval_ms),
+                          "must be less than group.consumer.session.timeout.ms")
+    if not c.group_consumer_assignors:
+        raise ConfigError("group.consumer.assignors", "", "must name at least one assignor")
 
 
 # --- DescribeConfigs -------------------------------------------------------------------------

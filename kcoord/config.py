@@ -49,6 +49,15 @@ class ServerConfig:
     connections_max_idle_ms: int = default("connections.max.idle.ms")
     max_buffered_request_bytes: int = 64 * 1024  # read-ahead of pipelined requests per connection
     group_max_size: int = default("group.max.size")
+    # The consumer group protocol (KIP-848).
+    group_consumer_session_timeout_ms: int = default("group.consumer.session.timeout.ms")
+    group_consumer_min_session_timeout_ms: int = default("group.consumer.min.session.timeout.ms")
+    group_consumer_max_session_timeout_ms: int = default("group.consumer.max.session.timeout.ms")
+    group_consumer_heartbeat_interval_ms: int = default("group.consumer.heartbeat.interval.ms")
+    group_consumer_min_heartbeat_interval_ms: int = default("group.consumer.min.heartbeat.interval.ms")
+    group_consumer_max_heartbeat_interval_ms: int = default("group.consumer.max.heartbeat.interval.ms")
+    group_consumer_max_size: int = default("group.consumer.max.size")
+    group_consumer_assignors: tuple = default("group.consumer.assignors")
     # Authentication (kcoord.security), off by default.
     sasl_users_file: str | None = None        # name:password lines; turns SASL on
     sasl_mechanisms: tuple = default("sasl.enabled.mechanisms")

@@ -44,10 +44,11 @@ ESTIMATES = {
     "spark": 450,                 # Spark start-up, journal scenarios with real clients, four reports, a follow run,
                                   # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially)
     "spark-source": 180,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
-    "acl-kafka": 110,
+    "assignors-kafka": 30,        # test_assignors_vs_kafka.py: ~2,000 problems through one JVM running Kafka's assignors
+    "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
     "connect": 330,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
                                   # reference Kafka of its own, eager and sessioned (166 s serially), rolling
-                                  # restart (73 s), kcoord restarted under workers x2 (62 s), 2026-11-24             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
+                                  # restart (73 s), kcoord restarted under workers x2 (62 s), 2026-11-24
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
     "tests/integration/test_group_lifecycle.py::test_a_million_unknown_group_ids_leave_nothing_behind": 425,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,

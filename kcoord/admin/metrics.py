@@ -10,6 +10,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
+from kcoord.coordinator.consumer_group import ConsumerGroupState
 from kcoord.coordinator.events import EventKind, GroupEvent, RebalanceCause
 from kcoord.coordinator.state import GroupState
 
@@ -27,7 +28,22 @@ class _GroupCollector:
         for state, n in counts.items():
             by_state.add_metric([state], n)
         yield by_state
+        # Consumer groups (KIP-848) have states of their own (Assigning, Reconciling): a family of
+        # their own, so the classic one keeps its label set.
+        consumer = GaugeMetricFamily("kcoord_consumer_groups", "Consumer groups (KIP-848) by state",
+                                     labels=["state"])
+        consumer_counts = {str(s): 0 for s in ConsumerGroupState if s is not ConsumerGroupState.DEAD}
+        for group in list(self.core.ctx.consumer_groups.values()):
+            consumer_counts[str(group.state)] = consumer_counts.get(str(group.state), 0) + 1
+            members += group.size
+        for state, n in consumer_counts.items():
+            consumer.add_metric([state], n)
+        yield consumer
         yield GaugeMetricFamily("kcoord_group_members", "Members of all groups", value=members)
+
+
+_CONSUMER_EPOCH_KINDS = (EventKind.GROUP_EPOCH_BUMPED, EventKind.TARGET_ASSIGNMENT_CHANGED,
+                         EventKind.MEMBER_EPOCH_BUMPED, EventKind.PARTITIONS_REVOKING)
 
 
 class Metrics:
@@ -44,6 +60,11 @@ class Metrics:
                                          ["api"], registry=self.registry)
         self.offset_commits = Counter("kcoord_offset_commits", "Offsets committed (partitions)",
                                       registry=self.registry)
+        # The consumer group protocol (KIP-848) has no rebalances: its epochs move instead.
+        self.consumer_epochs = Counter("kcoord_consumer_group_epoch_changes",
+                                       "Consumer group (KIP-848) epoch changes, by kind: group epoch bumps, "
+                                       "target assignments, member epoch bumps, revocations asked for",
+                                       ["kind"], registry=self.registry)
         self._rebalance_started: dict[str, int] = {}
         if core is not None:
             self.registry.register(_GroupCollector(core))
@@ -60,6 +81,8 @@ class Metrics:
                 self.rebalance_seconds.observe(max(e.time_ms - started, 0) / 1000)
         elif e.kind is EventKind.OFFSETS_COMMITTED:
             self.offset_commits.inc(e.details.get("count", 0))
+        elif e.kind in _CONSUMER_EPOCH_KINDS:
+            self.consumer_epochs.labels(str(e.kind)).inc()
 
     def observe_request(self, api: str, version: int, error: int, seconds: float) -> None:
         self.requests.labels(api, str(version), str(error)).inc()

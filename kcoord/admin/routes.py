@@ -50,10 +50,20 @@ def install(app) -> None:
 
     async def groups(request):
         return HttpResponse.json([{"group_id": g.group_id, "state": str(g.state), "generation": g.generation,
-                                   "members": g.size, "protocol_type": g.protocol_type}
+                                   "members": g.size, "protocol_type": g.protocol_type, "type": g.group_type}
                                   for g in core.list_groups()])
 
     async def group(request):
+        consumer = core.consumer_group(request.params["id"])
+        if consumer is not None:
+            # A consumer group (KIP-848): its epochs and assignments as ConsumerGroupDescribe has them.
+            d = core.consumer_group_describe(consumer.group_id)
+            offsets = core.offsets.all(consumer.group_id)
+            return HttpResponse.json({
+                "group_id": d.group_id, "type": "consumer", "state": d.state, "group_epoch": d.group_epoch,
+                "assignment_epoch": d.assignment_epoch, "assignor": d.assignor_name, "members": d.members,
+                "offsets": [{"topic": t, "partition": p, "offset": v.offset, "metadata": v.metadata,
+                             "commit_ms": v.commit_ms} for (t, p), v in sorted(offsets.items())]})
         g = core.group(request.params["id"])
         if g is None:
             raise HttpError(404, f"no group {request.params['id']!r}")

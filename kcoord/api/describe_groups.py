@@ -14,7 +14,7 @@ async def describe_groups(ctx, req):
         error = (ErrorCode.NONE if d.error == ErrorCode.GROUP_ID_NOT_FOUND and ctx.api_version < UNKNOWN_IS_ERROR_SINCE
                  else d.error)
         # Kafka's tools print this text ("Error: ... GroupIdNotFoundException: Group g not found.").
-        message = f"Group {group_id} not found." if error == ErrorCode.GROUP_ID_NOT_FOUND else None
+        message = (d.message or f"Group {group_id} not found.") if error == ErrorCode.GROUP_ID_NOT_FOUND else None
         groups.append({"error_code": error, "group_id": group_id, "group_state": d.state,
                        "protocol_type": d.protocol_type, "protocol_data": d.protocol_data,
                        "error_message": message, "members": d.members, "authorized_operations": NO_AUTHORIZED_OPERATIONS})
@@ -28,7 +28,8 @@ _GROUPS = GroupBatch("groups", lambda g: g, "groups",
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.DESCRIBE_GROUPS, 0, 6, describe_groups,
-    "classic groups; authorized operations are not computed",
+    "classic groups (a consumer group gets GROUP_ID_NOT_FOUND, as from Kafka); authorized operations are "
+    "not computed",
     version_notes={4: "members' group instance ids",
                    UNKNOWN_IS_ERROR_SINCE: "an unknown group gets GROUP_ID_NOT_FOUND (Dead without an error before)"},
     groups=lambda version, body: _GROUPS, group_acl=GroupAcl(GroupOperation.DESCRIBE))

@@ -4,18 +4,15 @@ from wire.errors import ErrorCode
 
 
 async def list_groups(ctx, req):
-    types = {t.lower() for t in req.get("types_filter") or []}
-    if types and "classic" not in types:
-        groups = []
-    else:
-        groups = ctx.broker.coordinator.list_groups(set(req.get("states_filter") or []) or None)
+    groups = ctx.broker.coordinator.list_groups(set(req.get("states_filter") or []) or None,
+                                                set(req.get("types_filter") or []) or None)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE,
             "groups": [{"group_id": g.group_id, "protocol_type": g.protocol_type or "",
-                        "group_state": str(g.state), "group_type": "classic"} for g in groups]}
+                        "group_state": str(g.state), "group_type": g.group_type} for g in groups]}
 
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.LIST_GROUPS, 0, 5, list_groups,
     "with group ACLs, only the groups the principal may describe",
-    version_notes={4: "filter by state", 5: "filter by type: every kcoord group is classic"},
+    version_notes={4: "filter by state", 5: "filter by type (classic, consumer)"},
     group_acl=GroupAcl(GroupOperation.DESCRIBE, filters="groups"))

@@ -12,7 +12,7 @@ def _fetched(partition, offset=-1, leader_epoch=-1, metadata="", error=ErrorCode
             "metadata": metadata, "error_code": error}
 
 
-async def _fetch_group(ctx, group_id, topics):
+async def _fetch_group(ctx, group_id, topics, member_id=None, member_epoch=-1):
     wanted = None
     unknown_ids = []
     may_describe = topic_gate(ctx)
@@ -31,7 +31,7 @@ async def _fetch_group(ctx, group_id, topics):
                     _fetched(p, error=ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes]})
             else:
                 wanted += [(name, p) for p in t.partition_indexes]
-    error, fetched = await ctx.broker.coordinator.fetch_offsets(group_id, wanted)
+    error, fetched = await ctx.broker.coordinator.fetch_offsets(group_id, wanted, member_id, member_epoch)
     by_topic: dict[str, list] = {}
     for f in fetched:
         if not may_describe(f.topic):
@@ -50,7 +50,8 @@ async def offset_fetch(ctx, req):
         return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
     groups = []
     for g in req.groups:
-        error, topics = await _fetch_group(ctx, g.group_id, g.topics)
+        # v9+: a consumer group's member names itself and its epoch (KIP-848).
+        error, topics = await _fetch_group(ctx, g.group_id, g.topics, g.get("member_id"), g.get("member_epoch", -1))
         groups.append({"group_id": g.group_id, "topics": topics, "error_code": error})
     return {"throttle_time_ms": 0, "groups": groups}
 
@@ -71,6 +72,7 @@ DESCRIPTOR = ApiDescriptor(
     ApiKey.OFFSET_FETCH, 1, 10, offset_fetch,
     "all of a group's offsets, or chosen partitions'",
     version_notes={2: "a top-level error code (until v7)", BATCHED_SINCE: "several groups per request (KIP-709)",
+                   9: "member id and epoch of a consumer group's member checked (STALE_MEMBER_EPOCH)",
                    TOPIC_IDS_SINCE: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"},
     groups=_groups, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.DESCRIBE),
     error_response=_failed)

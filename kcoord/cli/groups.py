@@ -33,7 +33,8 @@ def describe_rows(admin: Admin, group_id: str) -> tuple[object, list[list[str]]]
     group = admin.describe_group(group_id)
     owners = {}
     for m in group.members:
-        for tp in consumer_assignment(m.member_assignment or b""):
+        # A consumer group's members come with their partitions (ConsumerGroupDescribe).
+        for tp in getattr(m, "partitions", None) or consumer_assignment(m.member_assignment or b""):
             owners[tp] = m
     committed = admin.committed_offsets(group_id)
     partitions = sorted(set(committed) | set(owners))
@@ -107,7 +108,7 @@ def run_groups(args) -> int:
                 print(_table(rows, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                                     "MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST"]))
             for m in group.members:
-                if not consumer_assignment(m.member_assignment or b""):
+                if not (getattr(m, "partitions", None) or consumer_assignment(m.member_assignment or b"")):
                     print(f"member {m.member_id} ({m.client_id}@{m.client_host}) holds no partitions")
             return 0
     except (OSError, ProtocolError) as err:

@@ -33,7 +33,11 @@ def build_coordinator(server_config, topics, timer: Timer | None = None) -> Coor
                                max_session_timeout_ms=sc.group_max_session_timeout_ms,
                                offsets_retention_ms=sc.offsets_retention_minutes * 60 * 1000,
                                offsets_retention_check_interval_ms=sc.offsets_retention_check_interval_ms,
-                               offset_metadata_max_bytes=sc.offset_metadata_max_bytes)
+                               offset_metadata_max_bytes=sc.offset_metadata_max_bytes,
+                               consumer_session_timeout_ms=sc.group_consumer_session_timeout_ms,
+                               consumer_heartbeat_interval_ms=sc.group_consumer_heartbeat_interval_ms,
+                               consumer_max_size=sc.group_consumer_max_size,
+                               consumer_assignors=tuple(sc.group_consumer_assignors))
     bus = EventBus()
     bus.subscribe(KafkaWordedLog())
     core = GroupCoordinator(timer or AsyncioTimer(), config, topics, bus)

@@ -17,6 +17,11 @@ class CoordinatorConfig:
     offsets_retention_check_interval_ms: int = default("offsets.retention.check.interval.ms")
     offset_metadata_max_bytes: int = default("offset.metadata.max.bytes")
     offsets_topic_partitions: int = default("offsets.topic.num.partitions")
+    # The consumer group protocol (KIP-848).
+    consumer_session_timeout_ms: int = default("group.consumer.session.timeout.ms")
+    consumer_heartbeat_interval_ms: int = default("group.consumer.heartbeat.interval.ms")
+    consumer_max_size: int = default("group.consumer.max.size")
+    consumer_assignors: tuple = default("group.consumer.assignors")
 
 
 def java_string_hash(s: str) -> int:

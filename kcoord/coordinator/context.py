@@ -33,6 +33,9 @@ log = logging.getLogger("kcoord.coordinator")
 class TopicCatalog(Protocol):
     def partition_exists(self, topic: str, partition: int) -> bool: ...
 
+    # The consumer group protocol reads `topics` too (name -> a topic with `topic_id`, `partitions`
+    # and `internal`), as kcoord.log.topics.TopicStore has it; a catalog without it has no topics.
+
 
 @dataclass
 class _Operation:
@@ -49,6 +52,8 @@ class CoordinatorContext:
         self.topics = topics
         self.bus = bus
         self.groups: dict[str, Group] = {}
+        # Consumer groups (KIP-848, consumer_protocol.py). A group id names one group of either kind.
+        self.consumer_groups: dict = {}
         self.offsets = OffsetStore()
         # Groups this node pretends not to coordinate right now (None: every group), and the
         # error that says so: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or
@@ -150,6 +155,15 @@ class CoordinatorContext:
             self._operation.events.append(event)
         else:
             self.bus.publish(event)
+
+    def event_mark(self) -> int:
+        """Where the operation's events stand now, for `drop_events_since`."""
+        return len(self._operation.events) if self._operation is not None else 0
+
+    def drop_events_since(self, mark: int) -> None:
+        """Forget the events emitted since `mark`: the change they told of was undone."""
+        if self._operation is not None:
+            del self._operation.events[mark:]
 
     def changed(self, group: Group) -> None:
         if self._operation is not None:

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from typing import Callable
 
+from kcoord.coordinator.assignors import ServerAssignor
+from kcoord.coordinator.assignors import assignors as builtin_assignors
 from kcoord.coordinator.clock import Timer
+from kcoord.coordinator.consumer_group import ConsumerGroup
+from kcoord.coordinator.consumer_protocol import ConsumerProtocol, snapshot
 from kcoord.coordinator.config import CoordinatorConfig
 from kcoord.coordinator.context import CoordinatorContext, TopicCatalog
 from kcoord.coordinator.events import EventBus
@@ -22,9 +26,9 @@ from kcoord.coordinator.membership import ClassicMembership
 from kcoord.coordinator.offset_manager import OffsetManager
 from kcoord.coordinator.offsets import CommittedOffset
 from kcoord.coordinator.records import RecordSink, group_metadata
-from kcoord.coordinator.requests import HeartbeatRequest, JoinRequest, LeaveMember, OffsetCommitRequest, SyncRequest
+from kcoord.coordinator.requests import ConsumerHeartbeatRequest, HeartbeatRequest, JoinRequest, LeaveMember, OffsetCommitRequest, SyncRequest
 from kcoord.coordinator.results import (
-    FetchedOffset, GroupDescription, JoinResult, LeaveResult, OffsetCommitResult, OffsetDeleteResult, SyncResult,
+    ConsumerGroupDescription, ConsumerHeartbeatResult, FetchedOffset, GroupDescription, JoinResult, LeaveResult, OffsetCommitResult, OffsetDeleteResult, SyncResult,
 )
 from kcoord.coordinator.state import GroupState
 from wire.errors import ErrorCode
@@ -32,11 +36,14 @@ from wire.errors import ErrorCode
 
 class GroupCoordinator:
     def __init__(self, timer: Timer, config: CoordinatorConfig | None = None,
-                 topics: TopicCatalog | None = None, bus: EventBus | None = None):
+                 topics: TopicCatalog | None = None, bus: EventBus | None = None,
+                 assignors: Callable[[], dict[str, ServerAssignor]] | None = None):
         self.ctx = CoordinatorContext(timer, config or CoordinatorConfig(), topics, bus or EventBus())
         self.membership = ClassicMembership(self.ctx)
-        self.offset_manager = OffsetManager(self.ctx, self.membership)
-        self.admin = GroupAdmin(self.ctx)
+        # The consumer group protocol (KIP-848); `assignors`: the server assignors by name.
+        self.consumer = ConsumerProtocol(self.ctx, assignors or builtin_assignors)
+        self.offset_manager = OffsetManager(self.ctx, self.membership, self.consumer)
+        self.admin = GroupAdmin(self.ctx, self.consumer)
         self.offset_manager.schedule_retention()
 
     # ---------------------------------------------------------- shared state
@@ -69,6 +76,9 @@ class GroupCoordinator:
     def group(self, group_id: str) -> Group | None:
         return self.ctx.groups.get(group_id)
 
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        return self.ctx.consumer_groups.get(group_id)
+
     def availability(self, group_id: str) -> ErrorCode:
         return self.ctx.availability(group_id)
 
@@ -94,9 +104,9 @@ class GroupCoordinator:
     def commit_offsets(self, req: OffsetCommitRequest) -> OffsetCommitResult:
         return self.ctx.operation(lambda: self.offset_manager.commit_offsets(req))
 
-    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
-                      ) -> tuple[ErrorCode, list[FetchedOffset]]:
-        return self.offset_manager.fetch_offsets(group_id, partitions)
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
+                      member_id: str | None = None, member_epoch: int = -1) -> tuple[ErrorCode, list[FetchedOffset]]:
+        return self.offset_manager.fetch_offsets(group_id, partitions, member_id, member_epoch)
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
                        subscribed_topics: Callable[[Group], set[str]] | None = None) -> OffsetDeleteResult:
@@ -105,11 +115,25 @@ class GroupCoordinator:
     def describe_group(self, group_id: str) -> GroupDescription:
         return self.admin.describe_group(group_id)
 
-    def list_groups(self, states: set[str] | None = None) -> list[Group]:
-        return self.admin.list_groups(states)
+    def list_groups(self, states: set[str] | None = None, types: set[str] | None = None) -> list:
+        return self.admin.list_groups(states, types)
 
     def delete_group(self, group_id: str) -> ErrorCode:
         return self.ctx.operation(lambda: self.admin.delete_group(group_id))
+
+    # ------------------------------------------- consumer group protocol (KIP-848)
+    def consumer_group_heartbeat(self, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
+        return self.ctx.operation(lambda: self.consumer.heartbeat(req))
+
+    def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
+        return self.consumer.describe(group_id)
+
+    def persisted_consumer_group(self, group_id: str) -> dict | None:
+        group = self.ctx.consumer_groups.get(group_id)
+        return None if group is None else snapshot(group)
+
+    def load_consumer_group(self, value: dict) -> ConsumerGroup:
+        return self.ctx.operation(lambda: self.consumer.load(value))
 
     # -------------------------------------------------------- durable state
     def persisted_group(self, group_id: str) -> dict | None:
@@ -127,6 +151,8 @@ class GroupCoordinator:
 
     # ---------------------------------------------------------- fault hooks
     def expire_member_now(self, group_id: str, member_id: str) -> bool:
+        if group_id in self.ctx.consumer_groups:
+            return self.ctx.operation(lambda: self.consumer.expire_member_now(group_id, member_id))
         return self.ctx.operation(lambda: self.membership.expire_member_now(group_id, member_id))
 
     def force_rebalance(self, group_id: str, reason: str = "forced rebalance") -> bool:

@@ -27,6 +27,13 @@ class EventKind(enum.StrEnum):
     OFFSETS_EXPIRED = "offsets_expired"
     OFFSETS_DELETED = "offsets_deleted"
     STATIC_REJOIN_NO_REBALANCE = "static_rejoin_no_rebalance"
+    # The consumer group protocol (KIP-848): no rebalance rounds, epochs instead. `generation`
+    # carries the group epoch; details say which other epoch moved.
+    CONSUMER_GROUP_CREATED = "consumer_group_created"
+    GROUP_EPOCH_BUMPED = "group_epoch_bumped"
+    TARGET_ASSIGNMENT_CHANGED = "target_assignment_changed"
+    MEMBER_EPOCH_BUMPED = "member_epoch_bumped"
+    PARTITIONS_REVOKING = "partitions_revoking"
 
 
 class RebalanceCause(enum.StrEnum):
@@ -111,6 +118,12 @@ class KafkaWordedLog:
                     f"assigning new member id {e.member_id} (was {e.details.get('old_member_id')})")
         if e.kind is EventKind.DEAD:
             return f"Group {e.group_id} transitioned to Dead in generation {e.generation}"
+        if e.kind is EventKind.GROUP_EPOCH_BUMPED:
+            return f"[GroupId {e.group_id}] Bumped group epoch to {e.generation} ({e.reason})."
+        if e.kind is EventKind.MEMBER_EPOCH_BUMPED:
+            return (f"[GroupId {e.group_id}] Member {e.member_id} new assignment state: "
+                    f"epoch={e.details.get('member_epoch')}, previousEpoch={e.details.get('previous_member_epoch')}, "
+                    f"state={e.details.get('member_state')}.")
         if e.kind is EventKind.OFFSETS_EXPIRED:
             return f"Removed {e.details.get('count')} expired offsets for group {e.group_id}"
         return None

@@ -71,6 +71,8 @@ class Group:
     emptied_at_ms: int | None = None     # when the group last became Empty (offset retention)
     state_ms: int | None = None          # when the group last changed state (Kafka's currentStateTimestamp)
 
+    group_type = "classic"               # ListGroups v5's type (consumer groups: consumer_group.py)
+
     def __post_init__(self):
         if self.state_ms is None:  # Kafka starts a group's state clock at its creation
             self.state_ms = self.created_ms

@@ -12,14 +12,19 @@ S = GroupState
 
 
 class GroupAdmin:
-    def __init__(self, ctx: CoordinatorContext):
+    def __init__(self, ctx: CoordinatorContext, consumer=None):
         self.ctx = ctx
+        self.consumer = consumer   # ConsumerProtocol
 
     def describe_group(self, group_id: str) -> GroupDescription:
         ctx = self.ctx
         if ctx.availability(group_id):
             return GroupDescription(group_id, ctx.availability(group_id), "", "", "", [])
         group = ctx.groups.get(group_id)
+        if group is None and group_id in ctx.consumer_groups:
+            # As Kafka: DescribeGroups is for classic groups; ConsumerGroupDescribe is for these.
+            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, "Dead", "", "", [],
+                                    f"Group {group_id} is not a classic group.")
         if group is None:
             return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, "Dead", "", "", [])
         stable = group.is_in(S.STABLE)
@@ -31,14 +36,23 @@ class GroupAdmin:
         return GroupDescription(group_id, ErrorCode.NONE, str(group.state), group.protocol_type or "",
                                 group.protocol_name if stable else "", members)
 
-    def list_groups(self, states: set[str] | None = None) -> list[Group]:
-        wanted = {s.lower() for s in states} if states else None
-        return [g for g in self.ctx.groups.values()
-                if not g.is_in(S.DEAD) and (wanted is None or str(g.state).lower() in wanted)]
+    def list_groups(self, states: set[str] | None = None, types: set[str] | None = None) -> list:
+        """Classic and consumer groups (each has `group_type`), filtered by state and type as Kafka
+        filters them: case-insensitively, an empty filter letting everything through."""
+        wanted = {s.strip().lower() for s in states} if states else None
+        kinds = {t.strip().lower() for t in types} if types else None
+        groups: list = []
+        if kinds is None or "classic" in kinds:
+            groups += [g for g in self.ctx.groups.values() if not g.is_in(S.DEAD)]
+        if kinds is None or "consumer" in kinds:
+            groups += list(self.ctx.consumer_groups.values())
+        return [g for g in groups if wanted is None or str(g.state).lower() in wanted]
 
     def delete_group(self, group_id: str) -> ErrorCode:
         """The group and its offsets go: as Kafka, a tombstone for each offset, then the group's."""
         group = self.ctx.groups.get(group_id)
+        if group is None and group_id in self.ctx.consumer_groups:
+            return self.consumer.delete(group_id)
         if group is None or group.is_in(S.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND
         if not group.is_in(S.EMPTY):

@@ -64,6 +64,16 @@ class ClassicMembership:
         if req.rebalance_timeout_ms < 0:  # JoinGroup v0 has none: Kafka uses the session timeout
             req.rebalance_timeout_ms = req.session_timeout_ms
         group = ctx.groups.get(req.group_id)
+        consumer_group = ctx.consumer_groups.get(req.group_id)
+        if group is None and consumer_group is not None:
+            if not consumer_group.is_empty():
+                # Kafka would let the classic member into the consumer group (online migration);
+                # kcoord does not serve that yet and answers as Kafka does with
+                # group.consumer.migration.policy=disabled.
+                return answer(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            # An empty consumer group gives way to a classic one; its offsets stay (the classic
+            # record written below supersedes the consumer group's on reload).
+            ctx.consumer_groups.pop(req.group_id, None)
         if group is None:
             if req.member_id != UNKNOWN_MEMBER:
                 return answer(ErrorCode.UNKNOWN_MEMBER_ID)

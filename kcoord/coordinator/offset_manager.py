@@ -23,9 +23,21 @@ _RETENTION_KEY = "offsets-retention"
 
 
 class OffsetManager:
-    def __init__(self, ctx: CoordinatorContext, membership: ClassicMembership):
+    def __init__(self, ctx: CoordinatorContext, membership: ClassicMembership, consumer=None):
         self.ctx = ctx
         self.membership = membership
+        self.consumer = consumer   # ConsumerProtocol: consumer groups check member epochs
+
+    def _commit_to_consumer_group(self, req: OffsetCommitRequest) -> OffsetCommitResult | None:
+        """A commit to a consumer group (KIP-848): the member epoch stands in for the generation."""
+        group = self.ctx.consumer_groups.get(req.group_id)
+        if group is None:
+            return None
+        error, per_partition = self.consumer.validate_commit(
+            group, req.member_id, req.generation_id, [(p.topic, p.partition) for p in req.partitions], req.version)
+        if error:
+            return OffsetCommitResult(error, [(p.topic, p.partition, error) for p in req.partitions])
+        return self._write_commits(req, group, None, per_partition)
 
     # ============================================================ OffsetCommit
     def _validate_commit(self, req: OffsetCommitRequest) -> tuple[Group | None, ErrorCode]:
@@ -56,6 +68,10 @@ class OffsetManager:
         if not req.group_id:
             return OffsetCommitResult(ErrorCode.INVALID_GROUP_ID, [(p.topic, p.partition, ErrorCode.INVALID_GROUP_ID)
                                                                    for p in req.partitions])
+        if not ctx.availability(req.group_id):
+            result = self._commit_to_consumer_group(req)
+            if result is not None:
+                return result
         group, error = ((None, ctx.availability(req.group_id)) if ctx.availability(req.group_id)
                         else self._validate_commit(req))
         if error:
@@ -63,12 +79,18 @@ class OffsetManager:
         member = group.members.get(req.member_id)
         if member is not None and group.is_in(S.STABLE, S.PREPARING_REBALANCE):
             self.membership.schedule_heartbeat(group, member)  # a commit is a heartbeat
+        return self._write_commits(req, group, member, {})
+
+    def _write_commits(self, req: OffsetCommitRequest, group, member, refused: dict) -> OffsetCommitResult:
+        ctx = self.ctx
         now = ctx.now()
         expire_ms = now + req.retention_ms if req.retention_ms is not None and req.retention_ms >= 0 else None
         results = []
         committed = []
         for p in req.partitions:
-            if p.metadata is not None and len(p.metadata.encode("utf-8")) > ctx.config.offset_metadata_max_bytes:
+            if (p.topic, p.partition) in refused:
+                results.append((p.topic, p.partition, refused[(p.topic, p.partition)]))
+            elif p.metadata is not None and len(p.metadata.encode("utf-8")) > ctx.config.offset_metadata_max_bytes:
                 results.append((p.topic, p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
             elif ctx.topics is not None and not ctx.topics.partition_exists(p.topic, p.partition):
                 results.append((p.topic, p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
@@ -83,12 +105,18 @@ class OffsetManager:
         return OffsetCommitResult(ErrorCode.NONE, results)
 
     # ============================================================= OffsetFetch
-    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None
-                      ) -> tuple[ErrorCode, list[FetchedOffset]]:
-        """Committed offsets; unknown groups/partitions give offset -1 without error, as Kafka does."""
+    def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
+                      member_id: str | None = None, member_epoch: int = -1) -> tuple[ErrorCode, list[FetchedOffset]]:
+        """Committed offsets; unknown groups/partitions give offset -1 without error, as Kafka does.
+        A consumer group's member (OffsetFetch v9+) must name its current epoch."""
         ctx = self.ctx
         if ctx.availability(group_id):
             return ctx.availability(group_id), []
+        consumer_group = ctx.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            error = self.consumer.validate_fetch(consumer_group, member_id, member_epoch)
+            if error:
+                return error, []
         group = ctx.groups.get(group_id)
         if group is not None and group.is_in(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
@@ -108,6 +136,8 @@ class OffsetManager:
                        subscribed_topics: Callable[[Group], set[str]] | None = None) -> OffsetDeleteResult:
         ctx = self.ctx
         group = ctx.groups.get(group_id)
+        if group is None and group_id in ctx.consumer_groups:
+            return self._delete_consumer_group_offsets(group_id, partitions)
         if group is None or group.is_in(S.DEAD):
             return OffsetDeleteResult(ErrorCode.GROUP_ID_NOT_FOUND)
         subscribed = set()
@@ -115,6 +145,23 @@ class OffsetManager:
             subscribed = subscribed_topics(group)
         results = []
         deleted = []
+        for topic, partition in partitions:
+            if topic in subscribed:
+                results.append((topic, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
+                continue
+            if ctx.offsets.get(group_id, topic, partition) is not None and (topic, partition) not in deleted:
+                ctx.write(offset_tombstone(group_id, topic, partition))
+                deleted.append((topic, partition))
+            results.append((topic, partition, ErrorCode.NONE))
+        if deleted:
+            ctx.emit(K.OFFSETS_DELETED, group, count=len(deleted), partitions=deleted)
+        return OffsetDeleteResult(ErrorCode.NONE, results)
+
+    def _delete_consumer_group_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> OffsetDeleteResult:
+        ctx = self.ctx
+        group = ctx.consumer_groups[group_id]
+        subscribed = set() if group.is_empty() else set(group.subscribed_topics)
+        results, deleted = [], []
         for topic, partition in partitions:
             if topic in subscribed:
                 results.append((topic, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
@@ -139,6 +186,14 @@ class OffsetManager:
         candidates = dict.fromkeys(ctx.offsets.groups())
         candidates.update(dict.fromkeys(g.group_id for g in ctx.groups.values() if g.is_in(S.EMPTY)))
         for group_id in candidates:
+            consumer_group = ctx.consumer_groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.is_empty():
+                    # Offsets of an empty consumer group age from when it emptied; the group stays.
+                    for topic, partition in ctx.offsets.expired(group_id, now, ctx.config.offsets_retention_ms,
+                                                                consumer_group.emptied_at_ms):
+                        ctx.write(offset_tombstone(group_id, topic, partition))
+                continue
             group = ctx.groups.get(group_id)
             if group is not None and not group.is_in(S.EMPTY):
                 continue  # offsets of an active group never expire here
@@ -157,6 +212,6 @@ class OffsetManager:
         """Restore one committed offset; a simple group (offsets but no metadata) comes back Empty."""
         ctx = self.ctx
         ctx.offsets.commit(group_id, topic, partition, value)
-        if group_id not in ctx.groups:
+        if group_id not in ctx.groups and group_id not in ctx.consumer_groups:
             # No metadata record: a simple group, whose offsets age from their commit time.
             ctx.groups[group_id] = Group(group_id, value.commit_ms)

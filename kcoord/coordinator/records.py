@@ -32,7 +32,17 @@ class OffsetCommitRecord:
     value: CommittedOffset | None
 
 
-Record = Union[GroupMetadataRecord, OffsetCommitRecord]
+@dataclass(frozen=True)
+class ConsumerGroupRecord:
+    """A consumer group (KIP-848) as a whole: epochs, members with their subscriptions and
+    current assignments, the target assignment; or its tombstone (value None). Durable state
+    keeps it as it is; kcoord.log.consumer_offsets writes it as Kafka's several record types
+    (group metadata, member metadata, target assignment, current assignment)."""
+    group_id: str
+    value: dict | None
+
+
+Record = Union[GroupMetadataRecord, OffsetCommitRecord, ConsumerGroupRecord]
 
 
 class RecordSink(Protocol):

@@ -64,3 +64,22 @@ class OffsetCommitRequest:
     partitions: list[OffsetCommitPartition]
     version: int = 9           # GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before
     retention_ms: int = -1     # v2-4 retention_time_ms; -1: the broker's retention
+
+
+@dataclass
+class ConsumerHeartbeatRequest:
+    """ConsumerGroupHeartbeat (KIP-848). None marks a field the member left out (a partial
+    heartbeat keeps what the coordinator knows)."""
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: list[str] | None = None
+    subscribed_topic_regex: str | None = None         # v1+
+    server_assignor: str | None = None
+    topic_partitions: list[tuple[str, list[int]]] | None = None   # owned: (topic id text, partitions)
+    client_id: str = ""
+    client_host: str = ""
+    version: int = 1

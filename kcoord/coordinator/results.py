@@ -82,6 +82,7 @@ class GroupDescription:
     protocol_type: str
     protocol_data: str
     members: list[dict]
+    message: str | None = None
 
 
 def failed(result, error: ErrorCode):
@@ -91,3 +92,30 @@ def failed(result, error: ErrorCode):
     if hasattr(result, "failed"):
         return result.failed(error)
     return result  # nothing a client is told (timers, fault hooks)
+
+
+@dataclass
+class ConsumerHeartbeatResult:
+    error: ErrorCode
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: dict[str, list[int]] | None = None   # topic id text -> partitions; None: unchanged
+
+    def failed(self, error: ErrorCode) -> "ConsumerHeartbeatResult":
+        return ConsumerHeartbeatResult(error)
+
+
+@dataclass
+class ConsumerGroupDescription:
+    """ConsumerGroupDescribe's view of one group; `members` as dicts of the response's fields
+    (assignments by topic id text, with the topic's name where it still exists)."""
+    group_id: str
+    error: ErrorCode
+    message: str | None = None
+    state: str = "Dead"
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: list[dict] = field(default_factory=list)

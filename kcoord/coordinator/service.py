@@ -50,8 +50,14 @@ class CoordinatorService:
     async def commit_offsets(self, req: OffsetCommitRequest):
         return self.core.commit_offsets(req)
 
-    async def fetch_offsets(self, group_id: str, partitions):
-        return self.core.fetch_offsets(group_id, partitions)
+    async def fetch_offsets(self, group_id: str, partitions, member_id=None, member_epoch=-1):
+        return self.core.fetch_offsets(group_id, partitions, member_id, member_epoch)
+
+    async def consumer_group_heartbeat(self, req):
+        return self.core.consumer_group_heartbeat(req)
+
+    async def consumer_group_describe(self, group_id: str):
+        return self.core.consumer_group_describe(group_id)
 
     async def delete_offsets(self, group_id: str, partitions, subscribed_topics=None):
         return self.core.delete_offsets(group_id, partitions, subscribed_topics)
@@ -62,13 +68,13 @@ class CoordinatorService:
     async def delete_group(self, group_id: str):
         return self.core.delete_group(group_id)
 
-    def list_groups(self, states=None):
-        return self.core.list_groups(states)
+    def list_groups(self, states=None, types=None):
+        return self.core.list_groups(states, types)
 
     # ---- waiting on state ----
     def _matches(self, group_id: str, state: str | None, members: int | None,
                  generation_at_least: int | None) -> bool:
-        group = self.core.group(group_id)
+        group = self.core.group(group_id) or self.core.consumer_group(group_id)
         if group is None:
             return state == "Dead" and members in (None, 0)
         return ((state is None or str(group.state) == state)
@@ -90,7 +96,8 @@ class CoordinatorService:
 
     async def wait_for(self, group_id: str, state: str | None = None, members: int | None = None,
                        generation_at_least: int | None = None, timeout: float | None = 30.0):
-        """Wait until the group matches every condition given; returns its description.
+        """Wait until the group matches every condition given; returns its description (a consumer
+        group's as ConsumerGroupDescribe gives it; `generation_at_least` is then its group epoch).
 
         Raises TimeoutError saying what the group looked like instead."""
         def check():
@@ -112,6 +119,8 @@ class CoordinatorService:
                     entries[:] = [w for w in entries if w[1] is not fut]
                     if not entries:
                         del self._waiters[group_id]
+        if self.core.consumer_group(group_id) is not None:
+            return self.core.consumer_group_describe(group_id)
         return self.core.describe_group(group_id)
 
     async def close(self) -> None:

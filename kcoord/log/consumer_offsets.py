@@ -21,6 +21,25 @@ Kafka's group-coordinator message specs, written out here by hand:
                        v2   + currentStateTimestamp int64 (before members)
                        v3   + member groupInstanceId string? (after memberId)
 
+Consumer groups (KIP-848), written from the coordinator's `ConsumerGroupRecord` (one snapshot
+of the group) as Kafka's records of the same facts, all flexible value version 0, keys
+non-flexible (group string, then member string where there is one):
+
+    type 3  ConsumerGroupMetadata          Epoch int32 (tag 0 MetadataHash: not written)
+    type 5  ConsumerGroupMemberMetadata    InstanceId?, RackId?, ClientId, ClientHost,
+                                           SubscribedTopicNames [], SubscribedTopicRegex?,
+                                           RebalanceTimeoutMs int32, ServerAssignor?
+    type 6  ConsumerGroupTargetAssignmentMetadata  AssignmentEpoch int32
+    type 7  ConsumerGroupTargetAssignmentMember    TopicPartitions [TopicId uuid, Partitions []int32]
+    type 8  ConsumerGroupCurrentMemberAssignment   MemberEpoch, PreviousMemberEpoch int32, State int8,
+                                           AssignedPartitions [], PartitionsPendingRevocation []
+                                           ([TopicId, Partitions, tag 0 AssignmentEpochs])
+
+Each snapshot is written whole (compaction keeps the latest per key); a member gone since the
+previous snapshot gets tombstones (types 8, 7, 5, in Kafka's order) and a deleted group those
+of types 6 and 3. The regex records (type 16) are not written: kcoord resolves regexes anew.
+`decode_key` refuses these types (the report skips them as "not a classic group record").
+
 Kafka 4.3 writes OffsetCommitValue v4 (v1 when the commit carried an explicit retention)
 and GroupMetadataValue v3; so does kcoord. `decode_key`/`decode_value` read every version up
 to those, and give the JSON shape Kafka's OffsetsMessageFormatter and
@@ -42,7 +61,7 @@ from typing import Callable, Iterable
 
 from kcoord.coordinator.config import offsets_partition_for
 from kcoord.coordinator.offsets import CommittedOffset
-from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record
 from wire import records as R
 
 TOPIC = "__consumer_offsets"
@@ -267,6 +286,89 @@ def decode_records(blob: bytes) -> Iterable[tuple[int, dict]]:
             yield record.offset, decode(record.key, record.value)
 
 
+# ---- consumer groups (KIP-848) in Kafka's form ----------------------------------------------
+
+CONSUMER_GROUP_METADATA, CONSUMER_MEMBER_METADATA = 3, 5
+CONSUMER_TARGET_METADATA, CONSUMER_TARGET_MEMBER, CONSUMER_CURRENT_ASSIGNMENT = 6, 7, 8
+_MEMBER_STATE = {"stable": 0, "unrevoked_partitions": 1, "unreleased_partitions": 2, "unknown": 127}
+_NO_TAGS = b"\x00"
+
+
+def _cstr(value: str) -> bytes:
+    data = value.encode("utf-8")
+    return _uvarint(len(data) + 1) + data
+
+
+def _cnullable(value: str | None) -> bytes:
+    return b"\x00" if value is None else _cstr(value)
+
+
+def _carray(items: list[bytes]) -> bytes:
+    return _uvarint(len(items) + 1) + b"".join(items)
+
+
+def _int32s(values) -> bytes:
+    return _carray([struct.pack(">i", v) for v in values])
+
+
+def _consumer_key(kind: int, group: str, member: str | None = None) -> bytes:
+    return struct.pack(">h", kind) + _str(group) + (b"" if member is None else _str(member))
+
+
+def _topic_partitions(parts: dict, with_epochs: bool, as_listed: bool = False) -> bytes:
+    """`as_listed`: topics and partitions in the order given (a target assignment, in the
+    order the assignor gave, which is Kafka's record order); otherwise ascending."""
+    items = []
+    for topic_id, partitions in (parts.items() if as_listed else sorted(parts.items())):
+        ordered = [int(p) for p in partitions] if as_listed else sorted(int(p) for p in partitions)
+        tags = _NO_TAGS
+        if with_epochs:
+            epochs = _int32s([partitions[str(p)] if str(p) in partitions else partitions[p] for p in ordered])
+            tags = _uvarint(1) + _uvarint(0) + _uvarint(len(epochs)) + epochs
+        items.append(uuid.UUID(topic_id).bytes + _int32s(ordered) + tags)
+    return _carray(items)
+
+
+def consumer_group_records(value: dict | None, group_id: str, previous: dict | None) -> list[tuple[bytes, bytes | None]]:
+    """Kafka's records for one consumer group snapshot (None: the group was deleted); `previous`:
+    the snapshot written before, whose members no longer present get tombstones."""
+    out: list[tuple[bytes, bytes | None]] = []
+    members = [] if value is None else value["members"]
+    present = {m["member_id"] for m in members}
+    gone = [m["member_id"] for m in (previous or {}).get("members", []) if m["member_id"] not in present]
+    for member_id in list(dict.fromkeys(gone + list((value or {}).get("removed_members", ())))):
+        if member_id in present:
+            continue
+        out += [(_consumer_key(CONSUMER_CURRENT_ASSIGNMENT, group_id, member_id), None),
+                (_consumer_key(CONSUMER_TARGET_MEMBER, group_id, member_id), None),
+                (_consumer_key(CONSUMER_MEMBER_METADATA, group_id, member_id), None)]
+    if value is None:
+        return out + [(_consumer_key(CONSUMER_TARGET_METADATA, group_id), None),
+                      (_consumer_key(CONSUMER_GROUP_METADATA, group_id), None)]
+    v0 = struct.pack(">h", 0)
+    for m in members:
+        out.append((_consumer_key(CONSUMER_MEMBER_METADATA, group_id, m["member_id"]),
+                    v0 + _cnullable(m["instance_id"]) + _cnullable(m["rack_id"]) + _cstr(m["client_id"] or "")
+                    + _cstr(m["client_host"] or "") + _carray([_cstr(n) for n in m["subscribed_topic_names"]])
+                    + _cnullable(m["subscribed_topic_regex"]) + struct.pack(">i", m["rebalance_timeout_ms"])
+                    + _cnullable(m["server_assignor"]) + _NO_TAGS))
+    out.append((_consumer_key(CONSUMER_GROUP_METADATA, group_id),
+                v0 + struct.pack(">i", value["group_epoch"]) + _NO_TAGS))
+    for member_id, parts in value["target"].items():
+        out.append((_consumer_key(CONSUMER_TARGET_MEMBER, group_id, member_id),
+                    v0 + _topic_partitions({t: list(ps) for t, ps in parts.items()}, False, as_listed=True)
+                    + _NO_TAGS))
+    out.append((_consumer_key(CONSUMER_TARGET_METADATA, group_id),
+                v0 + struct.pack(">i", value["assignment_epoch"]) + _NO_TAGS))
+    for m in members:
+        out.append((_consumer_key(CONSUMER_CURRENT_ASSIGNMENT, group_id, m["member_id"]),
+                    v0 + struct.pack(">iib", m["member_epoch"], m["previous_member_epoch"],
+                                     _MEMBER_STATE.get(m["state"], 127))
+                    + _topic_partitions(m["assigned"], True) + _topic_partitions(m["pending_revocation"], True)
+                    + _NO_TAGS))
+    return out
+
+
 # ---- the coordinator's records in Kafka's form -----------------------------------------------
 
 def kafka_record(record: Record, topic_id: uuid.UUID | None = None) -> tuple[str, bytes, bytes | None]:
@@ -297,6 +399,8 @@ class OffsetsTopic:
         # Kafka's coordinator too keeps the count it started with if the topic grows.
         self._count: tuple[object, int] | None = None
         self._compacted: dict[int, int] = {}  # partition -> its bytes after its last compaction
+        # Each consumer group's last snapshot written, for the tombstones of members gone since.
+        self._consumer_groups: dict[str, dict] = {}
 
     def ensure(self):
         """The topic, created with Kafka's partition count and configs if it does not exist."""
@@ -315,7 +419,16 @@ class OffsetsTopic:
         topic = self.ensure()
         now = self.now_ms()
         grouped: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
+        written: dict[str, dict | None] = {}
         for record in records:
+            if isinstance(record, ConsumerGroupRecord):
+                previous = written[record.group_id] if record.group_id in written \
+                    else self._consumer_groups.get(record.group_id)
+                index = self.partition_for(record.group_id, topic)
+                for key, value in consumer_group_records(record.value, record.group_id, previous):
+                    grouped.setdefault(index, []).append((key, value, now))
+                written[record.group_id] = record.value
+                continue
             topic_id = None
             if isinstance(record, OffsetCommitRecord):
                 committed = self.topics.get(record.topic)
@@ -329,6 +442,11 @@ class OffsetsTopic:
             batches.append((index, data))
         if self.durable is not None:
             self.durable.append(records, [(TOPIC, index, data) for index, data in batches])
+        for group_id, value in written.items():
+            if value is None:
+                self._consumer_groups.pop(group_id, None)
+            else:
+                self._consumer_groups[group_id] = value
         for index, data in batches:
             partition = topic.partitions[index]
             partition.restore(data)

@@ -18,6 +18,9 @@ directory offline in the same spirit.
 
 Record payloads: one type byte, then JSON (metadata) or a binary batch.
   G group metadata (the coordinator's `GroupMetadataRecord`)  g group tombstone
+  C consumer group (`ConsumerGroupRecord`, KIP-848)          c consumer group tombstone
+    (a group id names one group: a G supersedes an earlier C of its id, and a C an earlier G,
+    which is how an empty group changes protocol without losing its offsets)
   O committed offset                                        o offset tombstone
   T topic                                                   t topic tombstone
   S a partition's log start offset (DeleteRecords)
@@ -34,7 +37,7 @@ import uuid
 from pathlib import Path
 
 from kcoord.coordinator.offsets import CommittedOffset
-from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record
 from kcoord.storage.record_log import RecordLog
 
 log = logging.getLogger("kcoord.storage")
@@ -84,6 +87,10 @@ def _payload(record: Record) -> bytes:
         if record.value is None:
             return _json(b"g", {"group_id": record.group_id})
         return _json(b"G", encode_group(record.value))
+    if isinstance(record, ConsumerGroupRecord):
+        if record.value is None:
+            return _json(b"c", {"group_id": record.group_id})
+        return _json(b"C", record.value)
     if isinstance(record, OffsetCommitRecord):
         key = {"g": record.group_id, "t": record.topic, "p": record.partition}
         v = record.value
@@ -116,6 +123,7 @@ class DurableState:
     def load(self) -> None:
         """Rebuild topics, records, groups and offsets from the log, then start recording."""
         groups: dict[str, dict] = {}
+        consumer_groups: dict[str, dict] = {}
         offsets: dict[tuple[str, str, int], dict] = {}
         topics: dict[str, dict] = {}
         batches: dict[tuple[str, int], list[bytes]] = {}
@@ -131,6 +139,12 @@ class DurableState:
             value = json.loads(body)
             if kind == b"G":
                 groups[value["group_id"]] = value
+                consumer_groups.pop(value["group_id"], None)
+            elif kind == b"C":
+                consumer_groups[value["group_id"]] = value
+                groups.pop(value["group_id"], None)
+            elif kind == b"c":
+                consumer_groups.pop(value["group_id"], None)
             elif kind == b"g":
                 groups.pop(value["group_id"], None)
                 for key in [k for k in offsets if k[0] == value["group_id"]]:
@@ -160,9 +174,11 @@ class DurableState:
                 partition.restore_log_start(starts.get((topic.name, partition.index), 0))
         for g in groups.values():
             self.core.load_group(decode_group(g))
+        for g in consumer_groups.values():
+            self.core.load_consumer_group(g)
         for o in offsets.values():
             self.core.load_offset(o["g"], o["t"], o["p"], CommittedOffset(o["o"], o["e"], o["m"], o["c"], o["x"]))
-        self.loaded.update(groups=len(groups), offsets=len(offsets), topics=len(topics))
+        self.loaded.update(groups=len(groups) + len(consumer_groups), offsets=len(offsets), topics=len(topics))
         log.info("loaded %(topics)d topics (%(batches)d record batches), %(groups)d groups and "
                  "%(offsets)d committed offsets from the data dir", self.loaded)
         self.log.open()
@@ -269,6 +285,10 @@ class DurableState:
                 record = self.core.persisted_group(group_id)
                 if record is not None:
                     yield _json(b"G", encode_group(record))
+        for group_id in list(self.core.ctx.consumer_groups):
+            value = self.core.persisted_consumer_group(group_id)
+            if value is not None:
+                yield _json(b"C", value)
         for group_id in self.core.offsets.groups():
             for (topic, partition), v in self.core.offsets.all(group_id).items():
                 yield _payload(OffsetCommitRecord(group_id, topic, partition, v))

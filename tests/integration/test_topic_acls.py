@@ -231,3 +231,33 @@ def test_create_topics_and_describe_configs_denied(both):
         outcomes.append((created, configs))
     assert outcomes[0] == outcomes[1], f"kcoord {outcomes[0]}, Kafka {outcomes[1]}"
     assert outcomes[0][0] == {"ct-U-ok": None, "ct-U-no": DENIED}
+
+
+def test_consumer_protocol_subscription_needs_describe_on_the_topic(both):
+    """ConsumerGroupHeartbeat (KIP-848) subscribing by name to a topic the member may not
+    Describe gets TOPIC_AUTHORIZATION_FAILED; with Describe and Read it consumes."""
+    for broker in both:
+        hidden, allowed = f"hid-{uuid.uuid4().hex[:8]}", f"ok-{uuid.uuid4().hex[:8]}"
+        group = f"g848-{uuid.uuid4().hex[:8]}"
+        _setup(broker, topics=[hidden, allowed],
+               acls=[_acl(group, AclOperation.READ, resource=ResourceType.GROUP),
+                     _acl(allowed, AclOperation.READ)])
+        for topic, expect_denied in ((hidden, True), (allowed, False)):
+            consumer = Consumer(broker.conf("alice", **{"group.id": group, "group.protocol": "consumer"}))
+            consumer.subscribe([topic])
+            errors, assigned = set(), []
+            deadline = time.monotonic() + 20
+            try:
+                while time.monotonic() < deadline and not errors and not assigned:
+                    msg = consumer.poll(0.5)
+                    if msg is not None and msg.error():
+                        errors.add(msg.error().code())
+                    assigned = consumer.assignment()
+            except KafkaException as err:
+                errors.add(err.args[0].code())
+            finally:
+                consumer.close()
+            if expect_denied:
+                assert DENIED in errors and not assigned, (broker.name, errors)
+            else:
+                assert not errors and [tp.topic for tp in assigned] == [allowed], (broker.name, errors, assigned)

@@ -48,6 +48,8 @@ def _sample(key, version):
             {"group_id": "g-1", "topics": None}, {"group_id": "g-2", "topics": None}]
     if "groups_names" in fields:
         body["groups_names"] = ["g-1", "g-2"]
+    if "group_ids" in fields:  # ConsumerGroupDescribe
+        body["group_ids"] = ["g-1", "g-2"]
     if "key" in fields:
         body["key"] = "g-1"
     if "coordinator_keys" in fields:
@@ -62,7 +64,7 @@ def test_the_groups_a_request_names_are_its_group_fields(key, version):
     d = registry()[key]
     body = _sample(key, version)
     expected = ([body.group_id] if "group_id" in body
-                else body.get("groups_names") or body.get("coordinator_keys")
+                else body.get("groups_names") or body.get("group_ids") or body.get("coordinator_keys")
                 or [g if isinstance(g, str) else g.group_id for g in body.get("groups") or []]
                 or ([body.key] if "key" in body else []))
     assert d.group_ids(version, body) == expected

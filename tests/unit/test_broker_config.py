@@ -14,6 +14,15 @@ from kcoord.log.topics import TopicStore
 # Kafka 4.x's ConfigDef defaults (GroupCoordinatorConfig, ServerLogConfigs, SocketServerConfigs,
 # BrokerSecurityConfigs, KRaftConfigs, ServerConfigs, LogConfig), written out here independently of the table.
 KAFKA_DEFAULTS = {
+    # GroupCoordinatorConfig's group.consumer.* (KIP-848).
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
+    "group.consumer.max.size": "2147483647",
+    "group.consumer.assignors": "uniform,range",
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",

@@ -113,3 +113,30 @@ def test_compaction_keeps_each_keys_latest_record_at_its_offset():
     assert kept == [(8, 0, 4), (10, 1, None)]
     assert partition.high_watermark == 11
     assert list(co.decode_records(partition.read(9, 1 << 20)))[0][0] == 10  # a fetch inside a gap moves on
+
+
+def test_consumer_group_records_in_kafkas_schemas():
+    """A consumer group snapshot becomes Kafka's records 5, 3, 7, 6, 8; a member gone since the
+    previous snapshot gets tombstones, a deleted group those of its metadata records."""
+    import struct
+    import uuid as _uuid
+
+    from kcoord.log.consumer_offsets import consumer_group_records
+
+    tid = str(_uuid.uuid4())
+    member = {"member_id": "m1", "instance_id": None, "rack_id": None, "client_id": "c", "client_host": "/h",
+              "rebalance_timeout_ms": 30000, "subscribed_topic_names": ["t"], "subscribed_topic_regex": None,
+              "server_assignor": None, "member_epoch": 2, "previous_member_epoch": 1, "state": "stable",
+              "assigned": {tid: {"0": 2, "1": 2}}, "pending_revocation": {}}
+    value = {"group_epoch": 2, "assignment_epoch": 2, "target": {"m1": {tid: [0, 1]}}, "members": [member]}
+    records = consumer_group_records(value, "g", {"members": [dict(member, member_id="old")]})
+    types = [struct.unpack(">h", k[:2])[0] for k, _ in records]
+    assert types == [8, 7, 5, 5, 3, 7, 6, 8]
+    assert [v for _, v in records[:3]] == [None, None, None]
+    assert records[4][1] == b"\x00\x00" + struct.pack(">i", 2) + b"\x00"       # ConsumerGroupMetadataValue v0
+    current = records[-1][1]
+    assert current[:11] == b"\x00\x00" + struct.pack(">iib", 2, 1, 0)
+    assert current[11:12] == b"\x02" and current[12:28] == _uuid.UUID(tid).bytes   # one topic, then its id
+    deleted = consumer_group_records(None, "g", value)
+    assert [(struct.unpack(">h", k[:2])[0], v) for k, v in deleted] == [(8, None), (7, None), (5, None),
+                                                                         (6, None), (3, None)]

@@ -1,0 +1,652 @@
+"""The consumer group protocol (KIP-848): ConsumerGroupHeartbeat, its timers, and what other
+requests need of a consumer group.
+
+One heartbeat does, in order, as Kafka's GroupMetadataManager does:
+1. find or create the group and the member (epoch 0 joins; -1 leaves; -2 is a static
+   member leaving for now, its assignment kept until its session expires);
+2. update the member (a partial heartbeat leaves out what did not change) and bump the
+   group epoch if its subscription, or the subscribed topics, changed;
+3. compute the target assignment if the group epoch is ahead of it (server assignor);
+4. move the member one step towards its target (reconciliation.py);
+and answers with the member's epoch and, when it changed or was asked for, its assignment.
+
+A member that stops heartbeating is fenced after group.consumer.session.timeout.ms; one that
+does not revoke within its rebalance timeout is fenced too. Fencing removes the member and
+bumps the group epoch, so the others are given its partitions.
+"""
+from __future__ import annotations
+
+import base64
+import logging
+import re
+import uuid
+from dataclasses import replace
+from typing import Callable, Mapping
+
+from kcoord.coordinator.assignors import AssignorError, MemberSpec, ServerAssignor, TopicSpec, group_subscription_type
+from kcoord.coordinator.consumer_group import (
+    JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember, MemberState,
+)
+from kcoord.coordinator.context import CoordinatorContext
+from kcoord.coordinator.events import EventKind as K
+from kcoord.coordinator.javaorder import RecordPartitions, record_list
+from kcoord.coordinator.reconciliation import FencedInUnknownState, owned_from_request, reconcile
+from kcoord.coordinator.records import ConsumerGroupRecord, offset_tombstone
+from kcoord.coordinator.requests import ConsumerHeartbeatRequest
+from kcoord.coordinator.results import ConsumerGroupDescription, ConsumerHeartbeatResult
+from kcoord.coordinator.state import GroupState
+from wire.errors import ErrorCode
+
+log = logging.getLogger("kcoord.coordinator")
+
+# From this ConsumerGroupHeartbeat version on the client makes its own member id (KIP-1082).
+CLIENT_MEMBER_ID_SINCE = 1
+
+
+class Refused(Exception):
+    """A heartbeat answered with an error, before it changed anything."""
+
+    def __init__(self, error: ErrorCode, message: str | None = None):
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def _session_key(g: str, m: str) -> str:
+    return f"consumer-session-{g}-{m}"
+
+
+def _rebalance_key(g: str, m: str) -> str:
+    return f"consumer-rebalance-{g}-{m}"
+
+
+def new_member_id() -> str:
+    """A member id as Kafka's Uuid.randomUuid().toString() prints one (url-safe base64, 22 chars)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def compile_regex(regex: str) -> re.Pattern:
+    """A SubscribedTopicRegex. Kafka compiles it with RE2/J; Python's `re` agrees on the RE2 subset
+    topic patterns use (classes, alternation, repetition, anchors, (?i)); it also accepts
+    look-arounds and back-references that RE2/J refuses (see docs/consumer-protocol.md)."""
+    try:
+        return re.compile(regex)
+    except re.error as err:
+        raise Refused(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                      f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {err.msg}.") from None
+
+
+def validate(req: ConsumerHeartbeatRequest, assignors: tuple[str, ...]) -> None:
+    """Kafka's checks before a heartbeat reaches the group, with its messages."""
+    def blank(value: str | None) -> bool:
+        return value is not None and not value.strip()
+
+    epoch = req.member_epoch
+    if (req.version >= CLIENT_MEMBER_ID_SINCE or epoch > 0 or epoch == LEAVE_EPOCH) and blank(req.member_id):
+        raise Refused(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+    if blank(req.group_id):
+        raise Refused(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+    if blank(req.instance_id):
+        raise Refused(ErrorCode.INVALID_REQUEST, "InstanceId can't be empty.")
+    if blank(req.rack_id):
+        raise Refused(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+    if epoch == JOIN_EPOCH:
+        if req.rebalance_timeout_ms == -1:
+            raise Refused(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
+        if req.topic_partitions is None or req.topic_partitions:
+            raise Refused(ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.")
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            raise Refused(ErrorCode.INVALID_REQUEST,
+                          "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+    elif epoch == STATIC_LEAVE_EPOCH:
+        if req.instance_id is None:
+            raise Refused(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
+    elif epoch < STATIC_LEAVE_EPOCH:
+        raise Refused(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+    if req.server_assignor is not None and req.server_assignor not in assignors:
+        raise Refused(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
+                                                      f"Supported assignors: {', '.join(assignors)}.")
+
+
+class ConsumerProtocol:
+    def __init__(self, ctx: CoordinatorContext, assignors: Callable[[], Mapping[str, ServerAssignor]]):
+        self.ctx = ctx
+        # Looked up when first needed: the assignors module may not be importable yet in a test.
+        self._assignors = assignors
+
+    @property
+    def groups(self) -> dict[str, ConsumerGroup]:
+        return self.ctx.consumer_groups
+
+    # ================================================================ heartbeat
+    def heartbeat(self, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
+        ctx = self.ctx
+        try:
+            validate(req, tuple(ctx.config.consumer_assignors))
+            if ctx.availability(req.group_id):
+                return ConsumerHeartbeatResult(ctx.availability(req.group_id))
+            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                return self._leave(req)
+            return self._heartbeat(req)
+        except Refused as refused:
+            return ConsumerHeartbeatResult(refused.error, refused.message)
+
+    def _group_for(self, req: ConsumerHeartbeatRequest) -> ConsumerGroup:
+        ctx = self.ctx
+        group = self.groups.get(req.group_id)
+        if group is not None:
+            return group
+        joining = req.member_epoch == JOIN_EPOCH
+        classic = ctx.groups.get(req.group_id)
+        if classic is not None and not classic.is_in(GroupState.DEAD):
+            if not joining:
+                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
+            if classic.members:
+                # Kafka would convert it (online upgrade); kcoord does not serve that yet and answers
+                # as Kafka does with group.consumer.migration.policy=disabled.
+                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND,
+                              f"Cannot upgrade classic group {req.group_id} to consumer group because online "
+                              "upgrade is disabled.")
+        if not joining:
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
+        return ConsumerGroup(req.group_id, created_ms=ctx.now())
+
+    def _check_epoch(self, member: ConsumerMember, epoch: int, owned) -> None:
+        if epoch == JOIN_EPOCH:
+            return
+        if epoch > member.member_epoch:
+            raise Refused(ErrorCode.FENCED_MEMBER_EPOCH,
+                          f"The consumer group member has a greater member epoch ({epoch}) than the one known by "
+                          f"the group coordinator ({member.member_epoch}). The member must abandon all its "
+                          "partitions and rejoin.")
+        if epoch < member.member_epoch:
+            # The previous epoch once more: the answer that moved the member on may have been lost.
+            subset = owned is not None and all(
+                t in member.assigned and set(ps) <= set(member.assigned[t]) for t, ps in owned.items())
+            if epoch != member.previous_member_epoch or not subset:
+                raise Refused(ErrorCode.FENCED_MEMBER_EPOCH,
+                              f"The consumer group member has a smaller member epoch ({epoch}) than the one known "
+                              f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
+                              "partitions and rejoin.")
+
+    def _heartbeat(self, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
+        ctx = self.ctx
+        joining = req.member_epoch == JOIN_EPOCH
+        group = self._group_for(req)
+        limit = ctx.config.consumer_max_size
+        if group.size >= limit and (not req.member_id or req.member_id not in group.members):
+            raise Refused(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                          f"The consumer group has reached its maximum capacity of {limit} members.")
+        member_id = req.member_id or new_member_id()
+        owned = owned_from_request(req.topic_partitions)
+        replaced: ConsumerMember | None = None
+        if req.instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if not joining:
+                    raise Refused(ErrorCode.UNKNOWN_MEMBER_ID,
+                                  f"Member {member_id} is not a member of group {group.group_id}.")
+                member = ConsumerMember(member_id)
+            else:
+                self._check_epoch(member, req.member_epoch, owned)
+        else:
+            existing = group.static_member(req.instance_id)
+            if joining:
+                if existing is None:
+                    member = group.members.get(member_id) or ConsumerMember(member_id)
+                else:
+                    if existing.member_epoch != STATIC_LEAVE_EPOCH:
+                        raise Refused(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                      f"Static member {member_id} with instance id {req.instance_id} cannot join "
+                                      f"the group because the instance id is owned by {existing.member_id} member.")
+                    # The new incarnation takes the old one's place and assignment.
+                    replaced = existing
+                    member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            else:
+                if existing is None:
+                    raise Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+                if existing.member_id != member_id:
+                    raise Refused(ErrorCode.FENCED_INSTANCE_ID,
+                                  f"Static member {member_id} with instance id {req.instance_id} was fenced by "
+                                  f"member {existing.member_id}.")
+                self._check_epoch(existing, req.member_epoch, owned)
+                member = existing
+        regex_changed = (req.subscribed_topic_regex is not None
+                         and req.subscribed_topic_regex != (member.subscribed_topic_regex or ""))
+        if regex_changed and req.subscribed_topic_regex:
+            compile_regex(req.subscribed_topic_regex)
+
+        # ---- from here on the group changes; only the assignor (or reconciling a member in an
+        # unknown state) may still fail, and then the group is put back as it was (Kafka applies
+        # none of a failed heartbeat's records)
+        existed = self.groups.get(group.group_id) is group
+        restore_point = snapshot(group) if existed else None
+        classic = ctx.groups.get(group.group_id)
+        mark = ctx.event_mark()
+        try:
+            return self._apply(req, group, member, member_id, owned, replaced, regex_changed)
+        except (AssignorError, Refused) as err:
+            ctx.drop_events_since(mark)
+            if restore_point is None:
+                self.groups.pop(group.group_id, None)
+                if classic is not None:
+                    ctx.groups[group.group_id] = classic
+            else:
+                self.groups[group.group_id] = restore(restore_point)
+            if isinstance(err, Refused):
+                raise
+            raise Refused(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
+                                                          f"epoch {group.group_epoch}: {err}") from None
+
+    def _apply(self, req: ConsumerHeartbeatRequest, group: ConsumerGroup, member: ConsumerMember, member_id: str,
+               owned, replaced: ConsumerMember | None, regex_changed: bool) -> ConsumerHeartbeatResult:
+        ctx = self.ctx
+        joining = req.member_epoch == JOIN_EPOCH
+        is_new = member_id not in group.members and replaced is None
+        if not self.groups.get(group.group_id) is group:
+            self._create(group)
+        before = member
+        updated = replace(
+            member,
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+            subscribed_topic_names=(tuple(req.subscribed_topic_names) if req.subscribed_topic_names is not None
+                                    else member.subscribed_topic_names),
+            subscribed_topic_regex=((req.subscribed_topic_regex or None) if req.subscribed_topic_regex is not None
+                                    else member.subscribed_topic_regex),
+            client_id=req.client_id, client_host=req.client_host)
+        names_changed = set(updated.subscribed_topic_names) != set(before.subscribed_topic_names)
+        subscription_changed = names_changed or regex_changed
+        if replaced is not None:
+            self._replace_static(group, replaced, updated)
+        else:
+            group.put(updated)
+        if is_new:
+            ctx.emit(K.MEMBER_JOINED, group, member=updated, reason="joined with the consumer protocol")
+
+        topics = self._topics()
+        subscribed = self._subscribed_topics(group, topics)
+        if subscription_changed or subscribed != group.subscribed_topics:
+            group.subscribed_topics = subscribed
+            self._bump_group_epoch(group, "subscription changed" if subscription_changed
+                                   else "subscribed topic metadata changed", member=updated)
+        self._maybe_update_target(group, topics, member_id)
+
+        member = group.members[member_id]
+        try:
+            after = reconcile(member, group.assignment_epoch, group.target.get(member_id, {}),
+                              self._member_topic_ids(member, topics), owned, subscription_changed,
+                              lambda t, p: group.partition_owner(t, p))
+        except FencedInUnknownState:
+            raise Refused(ErrorCode.FENCED_MEMBER_EPOCH, "The consumer group member is in a unknown state. "
+                                                         "The member must abandon all its partitions and rejoin.")
+        if after is not member:
+            group.put(after)
+            self._reconciled(group, member, after)
+        self._schedule_session(group, member_id)
+        self._record(group)
+        ctx.changed(group)
+
+        full = (req.rebalance_timeout_ms != -1 and (req.subscribed_topic_names is not None
+                                                     or req.subscribed_topic_regex is not None)
+                and req.topic_partitions is not None)
+        send_assignment = joining or full or after.assigned_sets() != before.assigned_sets() or is_new
+        assignment = ({t: sorted(ps) for t, ps in sorted(after.assigned.items()) if ps}
+                      if send_assignment else None)
+        return ConsumerHeartbeatResult(ErrorCode.NONE, None, member_id, after.member_epoch,
+                                       ctx.config.consumer_heartbeat_interval_ms, assignment)
+
+    def _create(self, group: ConsumerGroup) -> None:
+        # An empty classic group of the same id gives way; its offsets stay, as in Kafka. No
+        # tombstone is written: the consumer group's record supersedes the classic one on reload
+        # (kcoord.storage), and a classic tombstone would take the offsets along.
+        self.ctx.groups.pop(group.group_id, None)
+        self.groups[group.group_id] = group
+        self.ctx.emit(K.CONSUMER_GROUP_CREATED, group)
+
+    def _replace_static(self, group: ConsumerGroup, old: ConsumerMember, new: ConsumerMember) -> None:
+        target = group.target.get(old.member_id, {})
+        self._cancel_timers(group, old.member_id)
+        group.remove(old.member_id)
+        group.put(new)
+        group.target[new.member_id] = target
+        self.ctx.emit(K.MEMBER_REPLACED, group, member=new, reason="static member rejoined",
+                      old_member_id=old.member_id)
+
+    # ------------------------------------------------------------- assignment
+    def _topics(self) -> dict[str, tuple[str, int]]:
+        """Every topic a member may subscribe to: name -> (id text, partition count)."""
+        store = getattr(self.ctx.topics, "topics", None)
+        if not isinstance(store, dict):
+            return {}
+        return {name: (str(t.topic_id), len(t.partitions)) for name, t in store.items()
+                if not getattr(t, "internal", False)}
+
+    def _member_topic_names(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]]) -> set[str]:
+        names = {n for n in member.subscribed_topic_names if n in topics}
+        if member.subscribed_topic_regex:
+            try:
+                pattern = compile_regex(member.subscribed_topic_regex)
+            except Refused:  # accepted earlier by a looser version: matches nothing
+                return names
+            names |= {n for n in topics if pattern.fullmatch(n)}
+        return names
+
+    def _record_topic_names(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]]) -> tuple[str, ...]:
+        """The names as Kafka's member record lists them (missing topics included), then what its
+        regex resolves to: the uniform assignor walks topics in the order these give."""
+        names = list(dict.fromkeys(member.subscribed_topic_names))
+        if member.subscribed_topic_regex:
+            names += [n for n in topics if self._regex_matches(member.subscribed_topic_regex, n) and n not in names]
+        return tuple(names)
+
+    def _member_topic_ids(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]]) -> set[str]:
+        return {topics[n][0] for n in self._member_topic_names(member, topics)}
+
+    def _subscribed_topics(self, group: ConsumerGroup, topics) -> dict[str, tuple[str, int]]:
+        names: set[str] = set()
+        for member in group.members.values():
+            names |= self._member_topic_names(member, topics)
+        return {n: topics[n] for n in sorted(names)}
+
+    def _bump_group_epoch(self, group: ConsumerGroup, reason: str, member: ConsumerMember | None = None) -> None:
+        group.group_epoch += 1
+        self.ctx.emit(K.GROUP_EPOCH_BUMPED, group, member=member, reason=reason, group_epoch=group.group_epoch)
+
+    def _assignor_name(self, group: ConsumerGroup) -> str:
+        configured = list(self.ctx.config.consumer_assignors)
+        votes: dict[str, int] = {}
+        for m in group.members.values():
+            if m.server_assignor:
+                votes[m.server_assignor] = votes.get(m.server_assignor, 0) + 1
+        if not votes:
+            return configured[0]
+        best = max(votes.values())
+        return next(n for n in configured + sorted(votes) if votes.get(n) == best)
+
+    def _regex_matches(self, regex: str, name: str) -> bool:
+        try:
+            return compile_regex(regex).fullmatch(name) is not None
+        except Refused:
+            return False
+
+    def _maybe_update_target(self, group: ConsumerGroup, topics, updating: str | None = None) -> None:
+        if group.group_epoch <= group.assignment_epoch and set(group.target) >= set(group.members):
+            return
+        name = self._assignor_name(group)
+        if not group.subscribed_topics:
+            # Nothing to assign: every assignor would hand out nothing, so none is asked.
+            self._set_target(group, name, {m: {} for m in group.members})
+            return
+        try:
+            assignor = self._assignors()[name]
+        except NotImplementedError as err:
+            # Only while kcoord.coordinator.assignors is being written: the group stays Assigning
+            # and members keep what they have, rather than failing a request half done.
+            log.warning("[GroupId %s] no target assignment for epoch %d: %s", group.group_id, group.group_epoch, err)
+            return
+        # Kafka's member map holds the group's members, then the one being updated.
+        ordered = [m for m in group.members.values() if m.member_id != updating]
+        ordered += [group.members[updating]] if updating in group.members else []
+        specs = {m.member_id: MemberSpec(m.member_id, m.instance_id, m.rack_id,
+                                         frozenset(self._member_topic_ids(m, topics)),
+                                         dict(group.target.get(m.member_id, {})),
+                                         self._record_topic_names(m, topics))
+                 for m in ordered}
+        topic_specs = {tid: TopicSpec(tid, n, count) for n, (tid, count) in group.subscribed_topics.items()}
+        regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+        resolved = {r: [n for n in topics if self._regex_matches(r, n)] for r in regexes}
+        kind = group_subscription_type(
+            [(m.subscribed_topic_names, m.subscribed_topic_regex) for m in ordered], resolved)
+        computed = assignor.assign(specs, topic_specs, kind)
+        # The assignor's partitions are kept as they come (RecordPartitions know the order Kafka
+        # lists them in; the next assignment and the target record follow it).
+        self._set_target(group, name, {mid: {t: ps if isinstance(ps, frozenset) else RecordPartitions(ps)
+                                             for t, ps in computed.get(mid, {}).items() if ps}
+                                       for mid in group.members})
+
+    def _set_target(self, group: ConsumerGroup, name: str, new_target: dict) -> None:
+        changed = new_target != group.target
+        group.target = new_target
+        group.assignor_name = name
+        group.assignment_epoch = group.group_epoch
+        if changed:
+            self.ctx.emit(K.TARGET_ASSIGNMENT_CHANGED, group, reason=f"computed by the {name} assignor",
+                          assignment_epoch=group.assignment_epoch)
+
+    def _reconciled(self, group: ConsumerGroup, before: ConsumerMember, after: ConsumerMember) -> None:
+        ctx = self.ctx
+        if after.member_epoch != before.member_epoch:
+            ctx.emit(K.MEMBER_EPOCH_BUMPED, group, member=after, member_epoch=after.member_epoch,
+                     previous_member_epoch=before.member_epoch, member_state=str(after.state))
+        if after.state is MemberState.UNREVOKED_PARTITIONS:
+            ctx.emit(K.PARTITIONS_REVOKING, group, member=after, member_epoch=after.member_epoch,
+                     revoking={t: sorted(ps) for t, ps in after.pending_revocation.items()})
+            self._schedule_rebalance_timeout(group, after)
+        else:
+            ctx.timer.cancel(_rebalance_key(group.group_id, after.member_id))
+
+    # ------------------------------------------------------------------ timers
+    def _schedule_session(self, group: ConsumerGroup, member_id: str) -> None:
+        group_id = group.group_id
+        self.ctx.schedule(_session_key(group_id, member_id), self.ctx.config.consumer_session_timeout_ms,
+                          lambda: self._fence_by_timer(group_id, member_id, None, "the member session expired"))
+
+    def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        group_id, member_id, epoch = group.group_id, member.member_id, member.member_epoch
+        timeout = max(member.rebalance_timeout_ms, 0)
+        self.ctx.schedule(_rebalance_key(group_id, member_id), timeout,
+                          lambda: self._fence_by_timer(group_id, member_id, epoch,
+                                                       f"it failed to transition from epoch {epoch} within "
+                                                       f"{timeout}ms"))
+
+    def _cancel_timers(self, group: ConsumerGroup, member_id: str) -> None:
+        self.ctx.timer.cancel(_session_key(group.group_id, member_id))
+        self.ctx.timer.cancel(_rebalance_key(group.group_id, member_id))
+
+    def _fence_by_timer(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group else None
+        if member is None or (epoch is not None and member.member_epoch != epoch):
+            return  # gone, or it moved on from the epoch it had to leave
+        self._fence(group, member, K.MEMBER_EXPIRED, reason)
+
+    def _fence(self, group: ConsumerGroup, member: ConsumerMember, kind: K, reason: str) -> None:
+        self._cancel_timers(group, member.member_id)
+        group.remove(member.member_id)
+        self.ctx.emit(kind, group, member=member, reason=reason)
+        group.subscribed_topics = self._subscribed_topics(group, self._topics())
+        self._bump_group_epoch(group, f"member {member.member_id} removed: {reason}")
+        if group.is_empty():
+            group.emptied_at_ms = self.ctx.now()
+            self.ctx.emit(K.EMPTY, group)
+        self._record(group)
+        self.ctx.changed(group)
+
+    def expire_member_now(self, group_id: str, member_id: str) -> bool:
+        """A fault hook: the member is fenced as if its session had expired."""
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group else None
+        if member is None:
+            return False
+        self._fence(group, member, K.MEMBER_EXPIRED, "expired on request")
+        return True
+
+    # =================================================================== leave
+    def _leave(self, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
+        group = self.groups.get(req.group_id)
+        if group is None:
+            raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} not found.")
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise Refused(ErrorCode.UNKNOWN_MEMBER_ID,
+                              f"Member {req.member_id} is not a member of group {group.group_id}.")
+        else:
+            member = group.static_member(req.instance_id)
+            if member is None:
+                raise Refused(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+            if member.member_id != req.member_id:
+                raise Refused(ErrorCode.FENCED_INSTANCE_ID,
+                              f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
+                              f"member {member.member_id}.")
+            if req.member_epoch == STATIC_LEAVE_EPOCH:
+                # Gone for now: the assignment waits (its epochs reset) for a new incarnation, until
+                # the session timer, still running, fences it.
+                left = replace(member, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation={},
+                               assigned={t: {p: 0 for p in ps} for t, ps in member.assigned.items()})
+                group.put(left)
+                self.ctx.timer.cancel(_rebalance_key(group.group_id, member.member_id))
+                self.ctx.emit(K.MEMBER_LEFT, group, member=left, reason="static member left temporarily")
+                self._record(group)
+                self.ctx.changed(group)
+                return ConsumerHeartbeatResult(ErrorCode.NONE, None, member.member_id, STATIC_LEAVE_EPOCH,
+                                               self.ctx.config.consumer_heartbeat_interval_ms)
+        self._fence(group, member, K.MEMBER_LEFT, "the member left the group")
+        return ConsumerHeartbeatResult(ErrorCode.NONE, None, req.member_id, req.member_epoch,
+                                       self.ctx.config.consumer_heartbeat_interval_ms)
+
+    # ================================================================ describe
+    def describe(self, group_id: str) -> ConsumerGroupDescription:
+        ctx = self.ctx
+        if ctx.availability(group_id):
+            return ConsumerGroupDescription(group_id, ctx.availability(group_id), state="")
+        group = self.groups.get(group_id)
+        if group is None:
+            if group_id in ctx.groups:
+                return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND,
+                                                f"Group {group_id} is not a consumer group.")
+            return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        names = {tid: name for name, (tid, _) in self._topics().items()}
+
+        def assignment(parts: Mapping[str, object]) -> list[dict]:
+            return [{"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(ps)}
+                    for t, ps in sorted(parts.items()) if ps]
+
+        members = [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                    "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
+                    "subscribed_topic_names": sorted(m.subscribed_topic_names),
+                    "subscribed_topic_regex": m.subscribed_topic_regex,
+                    "assignment": assignment(m.assigned),
+                    "target_assignment": assignment(group.target.get(m.member_id, {}))}
+                   for m in group.members.values()]
+        return ConsumerGroupDescription(group_id, ErrorCode.NONE, None, str(group.state), group.group_epoch,
+                                        group.assignment_epoch, group.assignor_name or
+                                        self.ctx.config.consumer_assignors[0], members)
+
+    # ========================================================== other requests
+    def validate_commit(self, group: ConsumerGroup, member_id: str, epoch: int,
+                        partitions: list[tuple[str, int]], version: int) -> tuple[ErrorCode, dict]:
+        """OffsetCommit by a consumer group's member: (group error, {(topic, partition): error})."""
+        if epoch < 0 and group.is_empty():
+            # The admin client, or a consumer outside group management: an empty group takes it.
+            return ErrorCode.NONE, {}
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID, {}
+        if version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION, {}
+        if epoch == member.member_epoch:
+            return ErrorCode.NONE, {}
+        if epoch > member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH, {}
+        topics = self._topics()
+        errors = {}
+        for topic, partition in partitions:
+            tid = topics.get(topic, ("",))[0]
+            given = member.assignment_epoch_of(tid, partition)
+            if given is None or epoch < given:
+                errors[(topic, partition)] = ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE, errors
+
+    def validate_fetch(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
+        if member_id is None and epoch < 0:
+            return ErrorCode.NONE
+        member = group.members.get(member_id or "")
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE if epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+
+    def delete(self, group_id: str) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if not group.is_empty():
+            return ErrorCode.NON_EMPTY_GROUP
+        for topic, partition in self.ctx.offsets.all(group_id):
+            self.ctx.write(offset_tombstone(group_id, topic, partition))
+        group.dead = True
+        self.groups.pop(group_id, None)
+        self.ctx.write(ConsumerGroupRecord(group_id, None))
+        self.ctx.emit(K.DEAD, group)
+        self.ctx.changed(group)
+        return ErrorCode.NONE
+
+    # ============================================================ durable state
+    def _record(self, group: ConsumerGroup) -> None:
+        value = snapshot(group)
+        value["removed_members"] = list(dict.fromkeys(group.removed_since_record))
+        group.removed_since_record.clear()
+        self.ctx.write(ConsumerGroupRecord(group.group_id, value))
+
+    def load(self, value: dict) -> ConsumerGroup:
+        """A group read back after a restart: members keep epochs and assignments, and get a fresh
+        session, so members that keep heartbeating carry on; the others are fenced in time."""
+        group = restore(value)
+        self.groups[group.group_id] = group
+        for member_id in group.members:
+            self._schedule_session(group, member_id)
+        for member in group.members.values():
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_rebalance_timeout(group, member)
+        return group
+
+
+def _parts(p) -> dict:
+    return {t: {str(k): v for k, v in ps.items()} for t, ps in p.items()}
+
+
+def _unparts(p) -> dict:
+    return {t: {int(k): v for k, v in ps.items()} for t, ps in p.items()}
+
+
+def snapshot(group: ConsumerGroup) -> dict:
+    """A consumer group as JSON-able data (ConsumerGroupRecord's value)."""
+    return {
+        "group_id": group.group_id, "created_ms": group.created_ms, "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch, "assignor_name": group.assignor_name,
+        "state_ms": group.state_ms, "emptied_at_ms": group.emptied_at_ms,
+        "subscribed_topics": {n: list(v) for n, v in group.subscribed_topics.items()},
+        "target": {m: {t: record_list(ps) for t, ps in parts.items()} for m, parts in group.target.items()},
+        "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+                     "client_id": m.client_id, "client_host": m.client_host,
+                     "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                     "subscribed_topic_names": list(m.subscribed_topic_names),
+                     "subscribed_topic_regex": m.subscribed_topic_regex, "server_assignor": m.server_assignor,
+                     "member_epoch": m.member_epoch, "previous_member_epoch": m.previous_member_epoch,
+                     "state": str(m.state), "assigned": _parts(m.assigned),
+                     "pending_revocation": _parts(m.pending_revocation)}
+                    for m in group.members.values()],
+    }
+
+
+def restore(value: dict) -> ConsumerGroup:
+    group = ConsumerGroup(value["group_id"], value["created_ms"], group_epoch=value["group_epoch"],
+                          assignment_epoch=value["assignment_epoch"], assignor_name=value.get("assignor_name", ""),
+                          state_ms=value.get("state_ms"), emptied_at_ms=value.get("emptied_at_ms"))
+    group.subscribed_topics = {n: (v[0], v[1]) for n, v in value.get("subscribed_topics", {}).items()}
+    group.target = {m: {t: RecordPartitions(ps) for t, ps in parts.items()} for m, parts in value["target"].items()}
+    for m in value["members"]:
+        try:
+            state = MemberState(m["state"])
+        except ValueError:
+            state = MemberState.UNKNOWN
+        group.put(ConsumerMember(
+            m["member_id"], m["instance_id"], m["rack_id"], m["client_id"], m["client_host"],
+            m["rebalance_timeout_ms"], tuple(m["subscribed_topic_names"]), m["subscribed_topic_regex"],
+            m["server_assignor"], m["member_epoch"], m["previous_member_epoch"], state,
+            _unparts(m["assigned"]), _unparts(m["pending_revocation"])))
+    return group

@@ -1,0 +1,52 @@
+"""kcoord's consumer group records in __consumer_offsets (KIP-848: record types 3, 5, 6, 7, 8)
+read back by Kafka 4.3.1's own generated record classes: every record parses exactly, and
+says what the coordinator holds."""
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+from kcoord.conformance.javaclient import JVM_OPTS, compile_once
+from kcoord.coordinator.consumer_protocol import snapshot
+from kcoord.log.consumer_offsets import consumer_group_records
+from kcoord.testing import reference_kafka
+from tests.unit.coordinator.consumer_harness import ConsumerHarness, Topics
+
+SOURCE = Path(__file__).with_name("java") / "KcoordConsumerGroupRecords.java"
+
+
+def _read_with_kafka(records) -> list[str]:
+    cp = reference_kafka.classpath()
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
+    out = Path(sys.prefix) / "java-build" / f"consumer-group-records-{digest}"
+    compile_once(out, "KcoordConsumerGroupRecords.class", SOURCE, cp, f"{SOURCE.name} does not compile")
+    text = "".join(f"{k.hex()} {'-' if v is None else v.hex()}\n" for k, v in records)
+    proc = subprocess.run(["java", *JVM_OPTS, "-cp", f"{out}:{cp}", "KcoordConsumerGroupRecords"], input=text,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.splitlines()
+
+
+def test_kafka_reads_kcoords_consumer_group_records():
+    h = ConsumerHarness(Topics(t=4, u=2))
+    h.hb("m1", 0, topics=("t", "u"), instance="i-1", rack="r1", assignor="range")
+    h.hb("m2", 0, topics=("t",), regex="u.*")
+    h.hb("m1", 2, owned={"t": [0, 1, 2, 3], "u": [0, 1]}, partial=True, instance="i-1")  # revoking
+    first = snapshot(h.group())
+    h.hb("m2", -1, owned=None, partial=True)
+    second = snapshot(h.group())
+    records = consumer_group_records(first, "g", None) + consumer_group_records(second, "g", first) \
+        + consumer_group_records(None, "g", second)
+    lines = _read_with_kafka(records)
+    assert len(lines) == len(records) and not [line for line in lines if line.startswith("ERROR")], lines
+    m1 = h.group().members["m1"]
+    assert any(line.startswith("ConsumerGroupMemberMetadataKey(groupId='g', memberId='m1')")
+               and "instanceId='i-1', rackId='r1'" in line and "serverAssignor='range'" in line for line in lines)
+    assert any(line.startswith("ConsumerGroupMemberMetadataKey(groupId='g', memberId='m2')")
+               and "subscribedTopicRegex='u.*'" in line for line in lines)
+    assert any(line.startswith("ConsumerGroupCurrentMemberAssignmentKey(groupId='g', memberId='m1')")
+               and f"memberEpoch={first['members'][0]['member_epoch']}" in line and "state=1" in line
+               for line in lines), (m1, lines)
+    # m2 left: its three records are tombstoned; the deleted group's metadata records too.
+    assert "ConsumerGroupCurrentMemberAssignmentKey(groupId='g', memberId='m2') -" in lines
+    assert lines[-2:] == ["ConsumerGroupTargetAssignmentMetadataKey(groupId='g') -", "ConsumerGroupMetadataKey(groupId='g') -"]
