@@ -124,11 +124,16 @@ class Member:
             return next((e for e in reversed(self.events) if e["event"] == kind), None)
 
     def owned(self) -> list[int]:
-        """The partitions this member holds now, as its latest assigned/revoked event says."""
+        """The partitions this member holds now, as its latest assigned/revoked event says (the
+        drivers without an "owned" field, kafka-python's and aiokafka's, are eager: an assignment
+        replaces everything, a revocation leaves nothing)."""
         with self._lock:
-            event = next((e for e in reversed(self.events) if e["event"] in ("assigned", "revoked")
-                          and "owned" in e), None)
-        return [] if event is None else event["owned"]
+            event = next((e for e in reversed(self.events) if e["event"] in ("assigned", "revoked")), None)
+        if event is None:
+            return []
+        if "owned" in event:
+            return event["owned"]
+        return event["partitions"] if event["event"] == "assigned" else []
 
     def owned_tp(self) -> list[tuple[str, int]]:
         """Like owned(), with topics: (topic, partition)."""
