@@ -257,3 +257,58 @@ def test_a_classic_member_and_a_consumer_member_share_a_group(broker_any):
             time.sleep(0.2)
     finally:
         _stop(members)
+
+
+# ---------------------------------------------------------------- what the clients send
+def _heartbeats(transcript) -> list[dict]:
+    return [ex for ex in transcript.sorted() if ex["api_key"] == 68]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_what_the_clients_send(broker_any, client):
+    """ConsumerGroupHeartbeat as each client sends it, through the recording proxy: what a server
+    must accept. java4: member id a base64url Uuid, the 4.x client's own; librdkafka: plain base64
+    (may hold + and /); both v1, a 300000 ms rebalance timeout (max.poll.interval.ms) on joining
+    and -1 after, no ServerAssignor unless group.remote.assignor is set, names only when the
+    subscription changes, then the owned partitions once per new assignment."""
+    from kcoord.conformance.recorder import ProxyThread
+
+    group, topic = _names("cp-wire")
+    create_topic(broker_any.bootstrap, topic, 2)
+    with ProxyThread() as proxies:
+        proxy = proxies.proxy(broker_any.bootstrap)
+        [member] = _start(proxy, client, 1, group, topic, remote_assignor="range")
+        try:
+            member.wait_for(lambda e: e["event"] == "assigned" and e["owned"] == [0, 1])
+            _settled(broker_any, group, 1)
+            time.sleep(1.5)  # a plain heartbeat or two
+        finally:
+            member.stop()
+        deadline = time.monotonic() + 10
+        while not any(ex["request"]["member_epoch"] == -1 for ex in _heartbeats(proxy.transcript)):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        beats = _heartbeats(proxy.transcript)
+    first, ack, plain, leave = beats[0], beats[1], beats[2], beats[-1]
+    req = first["request"]
+    member_id = req["member_id"]
+    assert {ex["version"] for ex in beats} == {1}
+    assert len(member_id) == 22
+    if client == "java4":
+        assert "+" not in member_id and "/" not in member_id
+    assert (req["member_epoch"], req["rebalance_timeout_ms"], req["subscribed_topic_names"], req["server_assignor"],
+            req["topic_partitions"], req["instance_id"], req["rack_id"]) == (0, 300000, [topic], "range", [], None, None)
+    # librdkafka sends an empty regex beside the names; the Java client null.
+    assert req["subscribed_topic_regex"] == ("" if client == "confluent" else None)
+    assert first["response"]["member_id"] == member_id
+    # The next heartbeat acknowledges the assignment with the owned partitions; then nothing changes.
+    assert ack["request"]["member_epoch"] == first["response"]["member_epoch"]
+    assert [p["partitions"] for p in ack["request"]["topic_partitions"]] == [[0, 1]]
+    assert (ack["request"]["subscribed_topic_names"], ack["request"]["rebalance_timeout_ms"],
+            ack["request"]["server_assignor"]) == (None, -1, None)
+    assert (plain["request"]["topic_partitions"], plain["request"]["subscribed_topic_names"]) == (None, None)
+    # Leaving: epoch -1 with the same member id (the Java client also empties names and partitions).
+    assert (leave["request"]["member_id"], leave["request"]["member_epoch"]) == (member_id, -1)
+    assert (leave["request"]["subscribed_topic_names"], leave["request"]["topic_partitions"]) == (
+        ([], []) if client == "java4" else (None, None))
+    assert (leave["response"]["error_code"], leave["response"]["member_epoch"]) == (0, -1)
