@@ -45,7 +45,7 @@ ESTIMATES = {
                                   # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially)
     "spark-source": 180,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
     "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
-    "consumer-kafka": 300,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
+    "consumer-kafka": 250,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
                                   # their own with short consumer sessions: scenarios with java4/confluent members,
                                   # raw ConsumerGroupHeartbeat cases
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
