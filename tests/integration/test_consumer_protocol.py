@@ -182,6 +182,43 @@ def test_a_static_member_restarted_within_the_session_keeps_its_partitions(broke
         _stop(members)
 
 
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_static_member_killed_and_restarted_at_once_is_refused_until_its_session_ends(broker_any, client):
+    """Unlike the classic protocol (where a new JoinGroup with the instance id replaces the old
+    member), the old member never said -2: the new process gets UNRELEASED_INSTANCE_ID, which
+    both clients treat as fatal; the old member keeps its partitions until its session expires."""
+    group, topic = _names("cp-static-kill")
+    create_topic(broker_any.bootstrap, topic, 4)
+    members = [Member(client, broker_any.bootstrap, topic, group, group_protocol="consumer", instance_id=f"inst-{i}")
+               for i in range(2)]
+    try:
+        before = _settled(broker_any, group, 2)
+        old = {m["instance_id"]: m["member_id"] for m in before.members}
+        members[0].kill()
+        killed_at = time.monotonic()
+        members[0] = Member(client, broker_any.bootstrap, topic, group, group_protocol="consumer",
+                            instance_id="inst-0")
+        error = members[0].wait_event("error", timeout=60)
+        if client == "java4":
+            assert error["error"] == "UnreleasedInstanceIdException"
+            assert error["message"] == (f"Static member {error['message'].split()[2]} with instance id inst-0 cannot "
+                                        f"join the group because the instance id is owned by {old['inst-0']} member.")
+        else:
+            assert "_FATAL" in error["error"] and "The instance ID is still used by another member" in error["error"]
+        assert not any(e["event"] == "assigned" for e in members[0].events)
+        during = describe(broker_any.bootstrap, group)
+        assert {m["instance_id"]: m["member_id"] for m in during.members} == old
+        assert during.group_epoch == before.group_epoch
+        # The killed member's session ends: it is dropped, the other one takes everything.
+        after = wait_consumer_group(broker_any.bootstrap, group, timeout=SESSION_S + 30, members=1, settled=True)
+        took = time.monotonic() - killed_at
+        assert SESSION_S - 1.5 <= took <= SESSION_S + 6, took
+        assert after.members[0]["member_id"] == old["inst-1"]
+        assert _wait_cover(members[1:], 4) == [[0, 1, 2, 3]]
+    finally:
+        _stop(members)
+
+
 # ---------------------------------------------------------------- regex subscriptions
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_regex_subscription_picks_up_a_new_topic(broker_any, client):
