@@ -249,21 +249,38 @@ def test_a_regex_subscription_picks_up_a_new_topic(broker_any, client):
 # ---------------------------------------------------------------- commits
 @pytest.mark.parametrize("client", CLIENTS)
 def test_commits_with_member_epochs_are_visible_to_offset_fetch(broker_any, client):
+    """Members commit after every batch, through the recording proxy: each OffsetCommit carries
+    the member's id and its epoch (GenerationIdOrMemberEpoch) and succeeds; OffsetFetch then
+    shows every partition's log end."""
+    from kcoord.conformance.recorder import ProxyThread
+
     group, topic = _names("cp-commit")
     create_topic(broker_any.bootstrap, topic, 4)
     produce("confluent", broker_any.bootstrap, topic, 40)
     ends = end_offsets(broker_any.bootstrap, topic)
-    members = _start(broker_any, client, 2, group, topic, commit=True)
-    try:
-        deadline = time.monotonic() + 60
-        want = {(topic, p): off for p, off in ends.items() if off > 0}
-        while broker_any.committed(group) != want:
-            assert time.monotonic() < deadline, (broker_any.committed(group), want)
-            time.sleep(0.2)
-        view = _settled(broker_any, group, 2)
-        assert view.state == "Stable"
-    finally:
-        _stop(members)
+    with ProxyThread() as proxies:
+        proxy = proxies.proxy(broker_any.bootstrap)
+        members = _start(proxy, client, 2, group, topic, commit=True)
+        try:
+            deadline = time.monotonic() + 60
+            want = {(topic, p): off for p, off in ends.items() if off > 0}
+            while broker_any.committed(group) != want:
+                assert time.monotonic() < deadline, (broker_any.committed(group), want)
+                time.sleep(0.2)
+            view = _settled(broker_any, group, 2)
+        finally:
+            _stop(members)
+        exchanges = proxy.transcript.sorted()
+    epochs = {m["member_id"]: m["member_epoch"] for m in view.members}
+    commits = [ex for ex in exchanges if ex["api_key"] == 8]
+    assert commits
+    for ex in commits:
+        req, resp = ex["request"], ex["response"]
+        assert ex["version"] >= 9  # member epochs are in OffsetCommit from v9
+        assert req["member_id"] in epochs and 0 < req["generation_id_or_member_epoch"] <= epochs[req["member_id"]]
+        assert {p["error_code"] for t in resp["topics"] for p in t["partitions"]} == {0}
+    print(f"{client}: OffsetCommit versions {sorted({ex['version'] for ex in commits})}, "
+          f"epochs {sorted({ex['request']['generation_id_or_member_epoch'] for ex in commits})}, group {epochs}")
 
 
 # ---------------------------------------------------------------- a classic and a consumer-protocol member
