@@ -49,6 +49,9 @@ ESTIMATES = {
     "connect": 330,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
                                   # reference Kafka of its own, eager and sessioned (166 s serially), rolling
                                   # restart (73 s), kcoord restarted under workers x2 (62 s), 2026-11-24
+    "consumer-kafka": 250,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
+                                  # their own with short consumer sessions: scenarios with java4/confluent members,
+                                  # raw ConsumerGroupHeartbeat cases
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
     "tests/integration/test_group_lifecycle.py::test_a_million_unknown_group_ids_leave_nothing_behind": 425,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
@@ -69,6 +72,10 @@ SPARK_MODULES = ("tests/analytics/test_report_journal.py", "tests/analytics/test
 # One Spark session for both brokers' cases: the module's worker starts a reference Kafka of its
 # own rather than joining the long "reference-kafka" group with a Spark JVM beside it.
 SPARK_SOURCE_MODULE = "tests/integration/test_spark_kafka_source.py"
+# The consumer group protocol (KIP-848) modules: their [kafka] cases run on a reference Kafka of
+# their own (short consumer-group session timeouts; the `consumer_protocol_kafka` fixture below).
+CONSUMER_PROTOCOL_MODULES = ("tests/integration/test_consumer_protocol.py",
+                             "tests/conformance/test_consumer_protocol_raw.py")
 
 
 def _uses_session_kafka(item, broker_choice: str) -> bool:
@@ -90,7 +97,7 @@ def _group(item, broker_choice: str) -> str | None:
     if callspec is not None and "broker_pair" in callspec.params:  # test_differential's module-scoped pair
         return f"differential-delay{callspec.params['broker_pair']}"
     if _uses_session_kafka(item, broker_choice):
-        return "reference-kafka"
+        return "consumer-kafka" if module in CONSUMER_PROTOCOL_MODULES else "reference-kafka"
     return None
 
 
@@ -178,3 +185,20 @@ def pytest_unconfigure(config):
     if share is not None:
         shutil.rmtree(share, ignore_errors=True)
         os.environ.pop(GROUPS_ENV, None)
+
+
+@pytest.fixture(scope="session")
+def consumer_protocol_kafka():
+    """A reference Kafka for the consumer group protocol modules (CONSUMER_PROTOCOL_MODULES): the
+    session Kafka's settings plus short consumer-group sessions and heartbeats
+    (kcoord.testing.consumer_groups.CONSUMER_PROTOCOL_CONFIG), which a module passes to kcoord too.
+    The modules make it their `reference_kafka`, so `broker_any[kafka]` runs on it."""
+    from kcoord.testing.consumer_groups import CONSUMER_PROTOCOL_CONFIG
+    from kcoord.testing.plugin import REFERENCE_KAFKA_CONFIG
+    from kcoord.testing.reference_kafka import ReferenceKafka
+
+    kafka = ReferenceKafka({**REFERENCE_KAFKA_CONFIG, **CONSUMER_PROTOCOL_CONFIG}).start()
+    try:
+        yield kafka
+    finally:
+        kafka.stop()

@@ -2,9 +2,16 @@
 
     python -m kcoord.conformance.member --client kafka-python --bootstrap B --topic T --group G
         [--instance-id I] [--session-ms 6000] [--assignor range|roundrobin|cooperative-sticky]
+        [--group-protocol classic|consumer] [--remote-assignor uniform|range] [--commit]
 
 Prints JSON lines: {"event": "assigned"|"revoked", "partitions": [...]}, {"event": "fenced"},
 and polls until SIGTERM (clean close: LeaveGroup) or SIGKILL (no goodbye).
+
+--group-protocol consumer (KIP-848) is confluent-kafka's only (librdkafka >= 2.10): it sets
+group.protocol=consumer (and group.remote.assignor) and leaves out the classic-only configs
+(session.timeout.ms, heartbeat.interval.ms, partition.assignment.strategy). A --topic starting
+with "^" is a regex subscription (librdkafka's convention). --commit commits synchronously
+after every message (confluent-kafka only).
 """
 from __future__ import annotations
 
@@ -106,25 +113,42 @@ def run_aiokafka(a):
 def run_confluent(a):
     from confluent_kafka import Consumer, KafkaError
 
-    conf = {"bootstrap.servers": a.bootstrap, "group.id": a.group, "session.timeout.ms": a.session_ms,
-            "heartbeat.interval.ms": min(1000, a.session_ms // 3), "auto.offset.reset": "earliest",
-            "partition.assignment.strategy": a.assignor}
+    conf = {"bootstrap.servers": a.bootstrap, "group.id": a.group, "auto.offset.reset": "earliest"}
+    if a.group_protocol == "consumer":
+        conf["group.protocol"] = "consumer"
+        if a.remote_assignor:
+            conf["group.remote.assignor"] = a.remote_assignor
+    else:
+        conf.update({"session.timeout.ms": a.session_ms, "heartbeat.interval.ms": min(1000, a.session_ms // 3),
+                     "partition.assignment.strategy": a.assignor})
+    if a.commit:
+        conf["enable.auto.commit"] = False
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
     c = Consumer(conf)
-    owned: set[int] = set()
+    owned: set[tuple[str, int]] = set()
+
+    def pairs(parts):  # [topic, partition]: Member keeps the partitions and, for regexes, the topics
+        return sorted([p.topic, p.partition] for p in parts)
 
     def on_assign(consumer, parts):
-        owned.update(p.partition for p in parts)
-        emit(event="assigned", partitions=sorted(p.partition for p in parts), owned=sorted(owned))
+        owned.update((p.topic, p.partition) for p in parts)
+        emit(event="assigned", partitions=pairs(parts), owned=sorted(map(list, owned)))
 
     def on_revoke(consumer, parts):
-        owned.difference_update(p.partition for p in parts)
-        emit(event="revoked", partitions=sorted(p.partition for p in parts), owned=sorted(owned))
+        owned.difference_update((p.topic, p.partition) for p in parts)
+        emit(event="revoked", partitions=pairs(parts), owned=sorted(map(list, owned)))
 
-    c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke)
+    def on_lost(consumer, parts):
+        emit(event="lost", partitions=pairs(parts))
+        on_revoke(consumer, parts)
+
+    c.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
     while not stop.is_set():
         m = c.poll(0.2)
+        if m is not None and m.error() is None and a.commit:
+            c.commit(message=m, asynchronous=False)
+            emit(event="committed", partition=[m.topic(), m.partition()], offset=m.offset() + 1)
         if m is not None and m.error() is not None:
             # librdkafka turns FENCED_INSTANCE_ID into a fatal error (_FATAL), or _FENCED.
             if m.error().code() in (KafkaError._FENCED, KafkaError._FATAL) and "fenced" in str(m.error()).lower():
@@ -146,7 +170,12 @@ def main():
     ap.add_argument("--instance-id")
     ap.add_argument("--session-ms", type=int, default=6000)
     ap.add_argument("--assignor", default="range")
+    ap.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
+    ap.add_argument("--remote-assignor")
+    ap.add_argument("--commit", action="store_true")
     a = ap.parse_args()
+    if a.client != "confluent" and (a.group_protocol != "classic" or a.commit):
+        ap.error(f"--group-protocol consumer and --commit are confluent's only, not {a.client}'s")
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     emit(event="started")
     RUNNERS[a.client](a)

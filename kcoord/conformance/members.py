@@ -22,21 +22,61 @@ def _child_env() -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
+# The clients that speak the consumer group protocol (KIP-848, group.protocol=consumer) here:
+# kafka-clients 4.x and librdkafka (confluent-kafka >= 2.10). kafka-clients 3.9.1 only has
+# its early-access version, kafka-python and aiokafka none.
+CONSUMER_PROTOCOL_CLIENTS = ("java4", "confluent")
+
+
 class Member:
+    """One member process. `group_protocol="consumer"` joins with KIP-848's ConsumerGroupHeartbeat
+    (CONSUMER_PROTOCOL_CLIENTS only): session timeout, heartbeat interval and assignor are then
+    the broker's, and `session_ms`/`assignor` are not sent; `remote_assignor` names a server-side
+    assignor (group.remote.assignor). A `topic` starting with "^" is a regex subscription: broker
+    side (SubscribedTopicRegex) with the consumer protocol, unless `client_regex` (Java only:
+    subscribe(Pattern), matched by the client). `commit` commits after the records it got
+    (java, java4, confluent).
+
+    Events carry partition numbers; for topics too, see `topic_partitions(event)`."""
+
     def __init__(self, client: str, bootstrap: str, topic: str, group: str, *, instance_id: str | None = None,
-                 session_ms: int = 6000, assignor: str = "range"):
-        self.client, self.instance_id = client, instance_id
+                 session_ms: int = 6000, assignor: str = "range", group_protocol: str = "classic",
+                 remote_assignor: str | None = None, client_regex: bool = False, commit: bool = False):
+        if group_protocol not in ("classic", "consumer"):
+            raise ValueError(f"group_protocol {group_protocol!r}: classic or consumer")
+        if group_protocol == "consumer" and client not in CONSUMER_PROTOCOL_CLIENTS:
+            raise ValueError(f"{client} cannot join with the consumer group protocol; "
+                             f"these can: {', '.join(CONSUMER_PROTOCOL_CLIENTS)}")
+        self.client, self.instance_id, self.group_protocol = client, instance_id, group_protocol
         if client in javaclient.CLIENT_VERSIONS:  # "java" (kafka-clients 3.9.1), "java4" (4.3.1)
-            args = ["--bootstrap", bootstrap, "--topic", topic, "--group", group, "--count", "-1",
-                    "--max-seconds", "600", "--session-ms", str(session_ms), "--assignor", assignor]
+            args = ["--bootstrap", bootstrap, "--topic-regex" if topic.startswith("^") else "--topic", topic,
+                    "--group", group, "--count", "-1", "--max-seconds", "600"]
+            if group_protocol == "consumer":
+                args += ["--group-protocol", "consumer"]
+                if remote_assignor:
+                    args += ["--remote-assignor", remote_assignor]
+            else:
+                args += ["--session-ms", str(session_ms), "--assignor", assignor]
             if instance_id:
                 args += ["--instance-id", instance_id]
+            if client_regex:
+                args += ["--client-regex"]
+            if commit:
+                args += ["--commit"]
             cmd = javaclient.command_for(client, "consume", *args)
         else:
+            if client_regex:
+                raise ValueError("client_regex is the Java driver's (librdkafka decides itself)")
             cmd = [sys.executable, "-m", "kcoord.conformance.member", "--client", client, "--bootstrap", bootstrap,
                    "--topic", topic, "--group", group, "--session-ms", str(session_ms), "--assignor", assignor]
+            if group_protocol == "consumer":
+                cmd += ["--group-protocol", "consumer"]
+                if remote_assignor:
+                    cmd += ["--remote-assignor", remote_assignor]
             if instance_id:
                 cmd += ["--instance-id", instance_id]
+            if commit:
+                cmd += ["--commit"]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                      env=_child_env())
         self.events: list[dict] = []
@@ -49,6 +89,8 @@ class Member:
                 event = json.loads(line)
                 for key in ("partitions", "owned"):  # the Java driver names partitions [topic, p]
                     if key in event:
+                        if any(isinstance(p, list) for p in event[key]):
+                            event[f"{key}_tp"] = sorted(tuple(p) for p in event[key])
                         event[key] = sorted(p[1] if isinstance(p, list) else p for p in event[key])
                 with self._lock:
                     self.events.append(event)
@@ -75,6 +117,30 @@ class Member:
                 return found
             time.sleep(0.05)
         raise AssertionError(f"{self.client} member: no matching event within {timeout}s; saw {self.events}")
+
+    def last(self, kind: str) -> dict | None:
+        """The latest event of `kind`, or None."""
+        with self._lock:
+            return next((e for e in reversed(self.events) if e["event"] == kind), None)
+
+    def owned(self) -> list[int]:
+        """The partitions this member holds now, as its latest assigned/revoked event says (the
+        drivers without an "owned" field, kafka-python's and aiokafka's, are eager: an assignment
+        replaces everything, a revocation leaves nothing)."""
+        with self._lock:
+            event = next((e for e in reversed(self.events) if e["event"] in ("assigned", "revoked")), None)
+        if event is None:
+            return []
+        if "owned" in event:
+            return event["owned"]
+        return event["partitions"] if event["event"] == "assigned" else []
+
+    def owned_tp(self) -> list[tuple[str, int]]:
+        """Like owned(), with topics: (topic, partition)."""
+        with self._lock:
+            event = next((e for e in reversed(self.events) if e["event"] in ("assigned", "revoked")
+                          and "owned" in e), None)
+        return [] if event is None else event.get("owned_tp", [])
 
     def stop(self, timeout: float = 30) -> None:
         if self.proc.poll() is None:

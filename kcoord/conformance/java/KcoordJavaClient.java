@@ -2,13 +2,24 @@
 // Every action prints JSON lines on stdout so the Python side can assert on them.
 //
 //   produce  --bootstrap B --topic T --count N [--partitions P]
-//   consume  --bootstrap B --topic T --group G --count N [--commit] [--instance-id I]
+//   consume  --bootstrap B (--topic T | --topic-regex R) --group G --count N [--commit] [--instance-id I]
 //            [--assignor range|roundrobin|cooperative-sticky] [--session-ms S] [--max-seconds S]
+//            [--group-protocol classic|consumer] [--remote-assignor uniform|range] [--client-regex]
+//
+// --group-protocol consumer (KIP-848, kafka-clients 4.x) sets group.protocol=consumer and leaves
+// out what the client refuses in that mode (session.timeout.ms, heartbeat.interval.ms,
+// partition.assignment.strategy); the session timeout and heartbeat interval are then the
+// broker's, the assignor the broker's (group.remote.assignor picks one by name).
+// --topic-regex subscribes to a pattern: with the consumer protocol it is a broker-side regex
+// (subscribe(SubscriptionPattern), sent as SubscribedTopicRegex; found by reflection, so this
+// source still compiles against kafka-clients 3.9.1); with --client-regex, or the classic
+// protocol, a java.util.regex.Pattern the client matches against its metadata.
 //   assign   --bootstrap B --topic T --count N      (assign/seek/poll with a group id that never joins)
 //   admin    --bootstrap B --action list-groups|describe-group|delete-group|list-offsets|describe-topic [--group G] [--topic T]
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
@@ -71,14 +82,36 @@ public class KcoordJavaClient {
         p.put("enable.auto.commit", "false");
         if (opts.containsKey("group")) p.put("group.id", opts.get("group"));
         if (opts.containsKey("instance-id")) p.put("group.instance.id", opts.get("instance-id"));
-        if (opts.containsKey("session-ms")) p.put("session.timeout.ms", opts.get("session-ms"));
         if (opts.containsKey("rebalance-ms")) p.put("max.poll.interval.ms", opts.get("rebalance-ms"));
+        if (consumerProtocol()) {
+            // KIP-848: the client refuses the classic group configs in this mode.
+            p.put("group.protocol", "consumer");
+            if (opts.containsKey("remote-assignor")) p.put("group.remote.assignor", opts.get("remote-assignor"));
+            return p;
+        }
+        if (opts.containsKey("session-ms")) p.put("session.timeout.ms", opts.get("session-ms"));
         String assignor = opt("assignor", "range");
         String cls = assignor.equals("roundrobin") ? RoundRobinAssignor.class.getName()
                 : assignor.equals("cooperative-sticky") ? CooperativeStickyAssignor.class.getName()
                 : RangeAssignor.class.getName();
         p.put("partition.assignment.strategy", cls);
         return p;
+    }
+
+    static boolean consumerProtocol() { return opt("group-protocol", "classic").equals("consumer"); }
+
+    // subscribe() to --topic, or to the --topic-regex pattern (see the header).
+    static void subscribe(KafkaConsumer<String, String> c, ConsumerRebalanceListener listener) throws Exception {
+        String regex = opts.get("topic-regex");
+        if (regex == null) {
+            c.subscribe(Collections.singletonList(req("topic")), listener);
+        } else if (consumerProtocol() && !flags.contains("client-regex")) {
+            Class<?> cls = Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+            Object pattern = cls.getConstructor(String.class).newInstance(regex);
+            c.getClass().getMethod("subscribe", cls, ConsumerRebalanceListener.class).invoke(c, pattern, listener);
+        } else {
+            c.subscribe(Pattern.compile(regex), listener);
+        }
     }
 
     static String tps(Collection<TopicPartition> parts) {
@@ -104,9 +137,23 @@ public class KcoordJavaClient {
         boolean commit = flags.contains("commit");
         int seen = 0;
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps())) {
-            c.subscribe(Collections.singletonList(req("topic")), new ConsumerRebalanceListener() {
-                public void onPartitionsRevoked(Collection<TopicPartition> parts) { emit("{\"event\":\"revoked\",\"partitions\":" + tps(parts) + "}"); }
-                public void onPartitionsAssigned(Collection<TopicPartition> parts) { emit("{\"event\":\"assigned\",\"partitions\":" + tps(parts) + ",\"owned\":" + tps(c.assignment()) + ",\"generation\":" + c.groupMetadata().generationId() + "}"); }
+            subscribe(c, new ConsumerRebalanceListener() {
+                // With the consumer protocol the generation is the member epoch, and the
+                // member id the client's own (a UUID it generated).
+                // "owned": what the member holds once the callback returns, whichever way the
+                // client orders its assignment update around the callback.
+                public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+                    Set<TopicPartition> owned = new HashSet<>(c.assignment());
+                    owned.removeAll(parts);
+                    emit("{\"event\":\"revoked\",\"partitions\":" + tps(parts) + ",\"owned\":" + tps(owned) + "}");
+                }
+                public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                    Set<TopicPartition> owned = new HashSet<>(c.assignment());
+                    owned.addAll(parts);
+                    emit("{\"event\":\"assigned\",\"partitions\":" + tps(parts) + ",\"owned\":" + tps(owned) + ",\"generation\":" + c.groupMetadata().generationId() + ",\"member_id\":" + q(c.groupMetadata().memberId()) + "}");
+                }
+                // Then onPartitionsRevoked, as the interface's default does.
+                public void onPartitionsLost(Collection<TopicPartition> parts) { emit("{\"event\":\"lost\",\"partitions\":" + tps(parts) + "}"); onPartitionsRevoked(parts); }
             });
             while (!stopping && System.currentTimeMillis() < deadline && (count < 0 || seen < count)) {
                 ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(200));
@@ -125,6 +172,10 @@ public class KcoordJavaClient {
         } catch (org.apache.kafka.common.errors.FencedInstanceIdException e) {
             emit("{\"event\":\"fenced\",\"error\":" + q(e.getMessage()) + "}");
             System.exit(3);
+        } catch (org.apache.kafka.common.KafkaException e) {
+            // Say what the client gave up on (UnreleasedInstanceIdException, ...), then fail as before.
+            emit("{\"event\":\"error\",\"error\":" + q(e.getClass().getSimpleName()) + ",\"message\":" + q(e.getMessage()) + "}");
+            throw e;
         }
     }
 

@@ -1,0 +1,330 @@
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) request by request, with
+kcoord.protocol_client.Connection: what Apache Kafka 4.3.1 answers (error codes, messages,
+epochs, the heartbeat interval) is written down here and asserted on both brokers.
+
+Both run with kcoord.testing.consumer_groups.CONSUMER_PROTOCOL_CONFIG (heartbeat interval
+1000 ms, session timeout 6000 ms): the [kafka] cases on the consumer_protocol_kafka fixture's
+broker, the [kcoord] ones on a server given the same Kafka config names.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from kcoord.protocol_client import Admin
+from kcoord.testing.consumer_groups import (CONSUMER_PROTOCOL_CONFIG, create_topic, describe, describe_groups, heartbeat,
+                                           list_groups, new_member_id, owned_partitions)
+from wire.errors import ErrorCode as E
+
+pytestmark = pytest.mark.kcoord(kafka_config=CONSUMER_PROTOCOL_CONFIG)
+
+HEARTBEAT_INTERVAL_MS = int(CONSUMER_PROTOCOL_CONFIG["group.consumer.heartbeat.interval.ms"])
+SESSION_S = int(CONSUMER_PROTOCOL_CONFIG["group.consumer.session.timeout.ms"]) / 1000
+
+
+@pytest.fixture(scope="module")
+def reference_kafka(consumer_protocol_kafka):
+    return consumer_protocol_kafka
+
+
+def _names(prefix: str, partitions: int = 3, broker=None) -> tuple[str, str]:
+    tag = uuid.uuid4().hex[:8]
+    group, topic = f"{prefix}-g-{tag}", f"{prefix}-t-{tag}"
+    if broker is not None:
+        create_topic(broker.bootstrap, topic, partitions)
+    return group, topic
+
+
+class Coordinator:
+    """A connection to a group's coordinator: hb(**fields) sends one ConsumerGroupHeartbeat."""
+
+    def __init__(self, broker, group: str):
+        self.admin = Admin(broker.bootstrap)
+        self.group = group
+        self.conn = self.admin.coordinator(group)
+
+    def hb(self, **fields):
+        return heartbeat(self.conn, self.group, **fields)
+
+    def join(self, topics, member_id=None, **fields):
+        """A first heartbeat (epoch 0) that succeeds; the answer."""
+        answer = self.hb(member_id=member_id or new_member_id(), member_epoch=0, rebalance_timeout_ms=30000,
+                         topics=topics, **fields)
+        assert answer.error_code == 0, (E(answer.error_code).name, answer.error_message)
+        return answer
+
+    def close(self):
+        self.admin.close()
+
+
+@pytest.fixture
+def coordinator(broker_any):
+    made = []
+
+    def make(group):
+        c = Coordinator(broker_any, group)
+        made.append(c)
+        return c
+    yield make
+    for c in made:
+        c.close()
+
+
+def _error(answer) -> tuple[str, str | None]:
+    return E(answer.error_code).name, answer.error_message
+
+
+# ---------------------------------------------------------------- a first heartbeat that succeeds
+def test_first_heartbeat_joins_with_every_partition_and_the_heartbeat_interval(broker_any, coordinator):
+    group, topic = _names("cp-join", 3, broker_any)
+    c = coordinator(group)
+    member = new_member_id()
+    answer = c.join([topic], member_id=member)
+    # Kafka 4.3.1 bumps a new group to epoch 2 for its first member ("Bumped group epoch to 2").
+    assert (answer.member_id, answer.member_epoch, answer.heartbeat_interval_ms) == (member, 2, HEARTBEAT_INTERVAL_MS)
+    [tp] = answer.assignment.topic_partitions
+    assert sorted(tp.partitions) == [0, 1, 2]
+    view = describe(broker_any.bootstrap, group)
+    assert (view.error_code, view.state, view.group_epoch, view.assignment_epoch) == (0, "Stable", 2, 2)
+    assert view.assignor == "uniform"
+    [m] = view.members
+    # SubscribedTopicRegex is "" (not null) for a member subscribed by names; MemberType 1: consumer.
+    assert (m["member_id"], m["member_epoch"], m["topics"], m["regex"], m["type"]) == (member, 2, [topic], "", 1)
+    assert m["assignment"] == m["target"] == [(topic, 0), (topic, 1), (topic, 2)]
+    assert m["client_id"] == "kcoord-cli"
+
+
+def test_an_empty_subscription_joins_at_epoch_1_with_nothing(broker_any, coordinator):
+    group, _ = _names("cp-empty")
+    answer = coordinator(group).join([])
+    assert (answer.member_epoch, answer.heartbeat_interval_ms) == (1, HEARTBEAT_INTERVAL_MS)
+    assert answer.assignment.topic_partitions == []
+
+
+def test_a_heartbeat_that_acknowledges_keeps_the_epoch_and_sends_no_assignment(broker_any, coordinator):
+    group, topic = _names("cp-ack", 2, broker_any)
+    c = coordinator(group)
+    first = c.join([topic])
+    again = c.hb(member_id=first.member_id, member_epoch=first.member_epoch, owned=owned_partitions(first.assignment))
+    assert _error(again) == ("NONE", None)
+    assert (again.member_id, again.member_epoch, again.heartbeat_interval_ms) == (
+        first.member_id, first.member_epoch, HEARTBEAT_INTERVAL_MS)
+    assert again.assignment is None  # unchanged: not sent again
+    # Rejoining at epoch 0 with the same member id: the member's epoch and assignment again.
+    rejoin = c.hb(member_id=first.member_id, member_epoch=0, rebalance_timeout_ms=30000, topics=[topic])
+    assert _error(rejoin) == ("NONE", None)
+    assert rejoin.member_epoch == first.member_epoch
+    assert owned_partitions(rejoin.assignment) == owned_partitions(first.assignment)
+
+
+def test_the_member_id_is_the_brokers_at_version_0_and_the_clients_from_version_1(broker_any, coordinator):
+    group, topic = _names("cp-v0", 1, broker_any)
+    c = coordinator(group)
+    answer = c.hb(member_id="", member_epoch=0, rebalance_timeout_ms=30000, topics=[topic], version=0)
+    assert _error(answer) == ("NONE", None)
+    assert len(answer.member_id) == 22  # a Uuid, base64url
+    assert answer.member_epoch == 2
+
+
+@pytest.mark.parametrize("timeout_ms", [0, 1])
+def test_any_rebalance_timeout_from_0_is_taken(broker_any, coordinator, timeout_ms):
+    group, topic = _names("cp-rt", 1, broker_any)
+    answer = coordinator(group).hb(member_id=new_member_id(), member_epoch=0, rebalance_timeout_ms=timeout_ms,
+                                   topics=[topic])
+    assert _error(answer) == ("NONE", None)
+
+
+def test_names_and_a_regex_together_are_taken(broker_any, coordinator):
+    group, topic = _names("cp-both", 1, broker_any)
+    answer = coordinator(group).hb(member_id=new_member_id(), member_epoch=0, rebalance_timeout_ms=30000,
+                                   topics=[topic], regex="cp-none-.*")
+    assert _error(answer) == ("NONE", None)
+
+
+# ---------------------------------------------------------------- invalid requests
+@pytest.mark.parametrize("case, fields, expected", [
+    ("empty group id", {"group": ""}, ("INVALID_REQUEST", "GroupId can't be empty.")),
+    ("empty member id", {"member_id": ""}, ("INVALID_REQUEST", "MemberId can't be empty.")),
+    ("blank member id", {"member_id": "  "}, ("INVALID_REQUEST", "MemberId can't be empty.")),
+    ("empty instance id", {"instance_id": ""}, ("INVALID_REQUEST", "InstanceId can't be empty.")),
+    ("empty rack id", {"rack_id": ""}, ("INVALID_REQUEST", "RackId can't be empty.")),
+    ("no subscription", {"topics": None},
+     ("INVALID_REQUEST", "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")),
+    ("no rebalance timeout", {"rebalance_timeout_ms": -1},
+     ("INVALID_REQUEST", "RebalanceTimeoutMs must be provided in first request.")),
+    ("owned partitions", {"owned": "some"}, ("INVALID_REQUEST", "TopicPartitions must be empty when (re-)joining.")),
+    ("null owned partitions", {"owned": None},
+     ("INVALID_REQUEST", "TopicPartitions must be empty when (re-)joining.")),
+    ("epoch -3", {"member_epoch": -3}, ("INVALID_REQUEST", "MemberEpoch is invalid.")),
+    ("static leave without an instance id", {"member_epoch": -2}, ("INVALID_REQUEST", "InstanceId can't be null.")),
+    ("unknown assignor", {"server_assignor": "no-such-assignor"},
+     ("UNSUPPORTED_ASSIGNOR", "ServerAssignor no-such-assignor is not supported. Supported assignors: uniform, range.")),
+    ("invalid regex", {"topics": None, "regex": "[unclosed"},
+     ("INVALID_REGULAR_EXPRESSION", "SubscribedTopicRegex `[unclosed` is not a valid regular expression: "
+                                    "missing closing ].")),
+])
+def test_invalid_heartbeats(broker_any, coordinator, case, fields, expected):
+    group, topic = _names("cp-bad", 1, broker_any)
+    c = coordinator(group)
+    c.group = fields.pop("group", group)
+    body = {"member_id": new_member_id(), "member_epoch": 0, "rebalance_timeout_ms": 30000, "topics": [topic]}
+    if fields.get("owned") == "some":
+        fields["owned"] = [{"topic_id": uuid.uuid4(), "partitions": [0]}]
+    body.update(fields)
+    answer = c.hb(**body)
+    assert _error(answer) == expected, case
+    assert (answer.member_id, answer.member_epoch, answer.heartbeat_interval_ms, answer.assignment) == (None, 0, 0, None)
+    assert describe(broker_any.bootstrap, group).error_code == E.GROUP_ID_NOT_FOUND  # nothing was created
+
+
+# ---------------------------------------------------------------- a member's epoch and id
+def test_unknown_member_id_with_an_epoch(broker_any, coordinator):
+    group, topic = _names("cp-unknown", 1, broker_any)
+    c = coordinator(group)
+    c.join([topic])
+    stranger = new_member_id()
+    answer = c.hb(member_id=stranger, member_epoch=1)
+    assert _error(answer) == ("UNKNOWN_MEMBER_ID", f"Member {stranger} is not a member of group {group}.")
+    gone = c.hb(member_id=stranger, member_epoch=-1)
+    assert _error(gone) == ("UNKNOWN_MEMBER_ID", f"Member {stranger} is not a member of group {group}.")
+
+
+def test_heartbeats_to_an_unknown_group(broker_any, coordinator):
+    group, _ = _names("cp-nogroup")
+    c = coordinator(group)
+    answer = c.hb(member_id=new_member_id(), member_epoch=1)
+    assert _error(answer) == ("GROUP_ID_NOT_FOUND", f"Consumer group {group} not found.")
+    leave = c.hb(member_id=new_member_id(), member_epoch=-1)  # worded differently
+    assert _error(leave) == ("GROUP_ID_NOT_FOUND", f"Group {group} not found.")
+
+
+def test_a_wrong_epoch_is_fenced(broker_any, coordinator):
+    group, topic = _names("cp-fenced", 2, broker_any)
+    c = coordinator(group)
+    first = c.join([topic])
+    epoch = first.member_epoch
+    ahead = c.hb(member_id=first.member_id, member_epoch=epoch + 4)
+    assert _error(ahead) == ("FENCED_MEMBER_EPOCH",
+                             f"The consumer group member has a greater member epoch ({epoch + 4}) than the one known by "
+                             f"the group coordinator ({epoch}). The member must abandon all its partitions and rejoin.")
+    behind = c.hb(member_id=first.member_id, member_epoch=epoch - 1)
+    assert _error(behind) == ("FENCED_MEMBER_EPOCH",
+                              f"The consumer group member has a smaller member epoch ({epoch - 1}) than the one known "
+                              f"by the group coordinator ({epoch}). The member must abandon all its partitions and "
+                              f"rejoin.")
+    assert (ahead.member_id, ahead.member_epoch, ahead.heartbeat_interval_ms) == (None, 0, 0)
+    # A fenced request changes nothing: the member is still there at its epoch.
+    [m] = describe(broker_any.bootstrap, group).members
+    assert (m["member_id"], m["member_epoch"]) == (first.member_id, epoch)
+
+
+def test_leave_with_epoch_minus_1(broker_any, coordinator):
+    group, topic = _names("cp-leave", 2, broker_any)
+    c = coordinator(group)
+    first = c.join([topic])
+    gone = c.hb(member_id=first.member_id, member_epoch=-1)
+    assert _error(gone) == ("NONE", None)
+    assert (gone.member_id, gone.member_epoch, gone.heartbeat_interval_ms, gone.assignment) == (
+        first.member_id, -1, 0, None)
+    view = describe(broker_any.bootstrap, group)
+    assert (view.state, view.group_epoch, view.assignment_epoch, view.size) == (
+        "Empty", first.member_epoch + 1, first.member_epoch, 0)
+    again = c.hb(member_id=first.member_id, member_epoch=-1)
+    assert _error(again) == ("UNKNOWN_MEMBER_ID", f"Member {first.member_id} is not a member of group {group}.")
+
+
+def test_static_member_leave_with_epoch_minus_2_keeps_its_place(broker_any, coordinator):
+    group, topic = _names("cp-static", 2, broker_any)
+    c = coordinator(group)
+    first = c.join([topic], instance_id="inst-1")
+    epoch = first.member_epoch
+    gone = c.hb(member_id=first.member_id, member_epoch=-2, instance_id="inst-1")
+    assert _error(gone) == ("NONE", None)
+    assert (gone.member_id, gone.member_epoch, gone.heartbeat_interval_ms) == (first.member_id, -2, 0)
+    view = describe(broker_any.bootstrap, group)
+    # The static member stays until its session times out.
+    assert (view.state, view.group_epoch, view.size) == ("Reconciling", epoch, 1)
+    [m] = view.members
+    assert (m["member_id"], m["instance_id"], m["member_epoch"]) == (first.member_id, "inst-1", -2)
+    assert m["assignment"] == m["target"] == [(topic, 0), (topic, 1)]  # kept for its return
+    # It comes back with a new member id at epoch 0: the same assignment and epoch, no new group epoch.
+    back = c.join([topic], instance_id="inst-1")
+    assert back.member_id != first.member_id
+    assert back.member_epoch == epoch
+    assert owned_partitions(back.assignment) == owned_partitions(first.assignment)
+    view = describe(broker_any.bootstrap, group)
+    assert (view.state, view.group_epoch, [m["member_id"] for m in view.members]) == ("Stable", epoch, [back.member_id]), view
+    # The old member id is fenced by the new one.
+    old = c.hb(member_id=first.member_id, member_epoch=-1, instance_id="inst-1")
+    assert _error(old) == ("FENCED_INSTANCE_ID", f"Static member {first.member_id} with instance id inst-1 was "
+                                                 f"fenced by member {back.member_id}.")
+    unknown = c.hb(member_id=new_member_id(), member_epoch=-2, instance_id="inst-9")
+    assert _error(unknown) == ("UNKNOWN_MEMBER_ID", "Instance id inst-9 is unknown.")
+
+
+def test_a_second_static_member_with_a_live_instance_id_is_refused(broker_any, coordinator):
+    group, topic = _names("cp-unreleased", 1, broker_any)
+    c = coordinator(group)
+    first = c.join([topic], instance_id="inst-1")
+    other = new_member_id()
+    answer = c.hb(member_id=other, member_epoch=0, rebalance_timeout_ms=30000, topics=[topic], instance_id="inst-1")
+    assert _error(answer) == ("UNRELEASED_INSTANCE_ID",
+                              f"Static member {other} with instance id inst-1 cannot join the group because the "
+                              f"instance id is owned by {first.member_id} member.")
+
+
+# ---------------------------------------------------------------- regex, session expiry
+def test_a_regex_is_resolved_after_the_first_heartbeat(broker_any, coordinator):
+    group, topic = _names("cp-rx", 2, broker_any)
+    c = coordinator(group)
+    first = c.hb(member_id=new_member_id(), member_epoch=0, rebalance_timeout_ms=30000, regex=f"{topic}|nothing")
+    assert _error(first) == ("NONE", None)
+    # Kafka resolves the regex asynchronously: epoch 1 and nothing, then a later heartbeat gets the topic.
+    assert (first.member_epoch, first.assignment.topic_partitions) == (1, [])
+    deadline = time.monotonic() + 15
+    while True:
+        answer = c.hb(member_id=first.member_id, member_epoch=first.member_epoch)
+        assert _error(answer) == ("NONE", None)
+        if answer.assignment is not None and answer.assignment.topic_partitions:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert answer.member_epoch == 2
+    [m] = describe(broker_any.bootstrap, group).members
+    assert (m["topics"], m["regex"], m["assignment"]) == ([], f"{topic}|nothing", [(topic, 0), (topic, 1)])
+
+
+def test_a_silent_member_expires_after_the_session_timeout(broker_any, coordinator):
+    group, topic = _names("cp-expire", 1, broker_any)
+    c = coordinator(group)
+    first = c.join([topic])
+    began = time.monotonic()
+    while describe(broker_any.bootstrap, group).size:
+        assert time.monotonic() - began < SESSION_S + 5
+        time.sleep(0.1)
+    took = time.monotonic() - began
+    assert SESSION_S - 0.5 <= took <= SESSION_S + 2, took  # Kafka: 6.1 s
+    view = describe(broker_any.bootstrap, group)
+    assert (view.state, view.group_epoch) == ("Empty", first.member_epoch + 1)
+    late = c.hb(member_id=first.member_id, member_epoch=first.member_epoch)
+    assert _error(late) == ("UNKNOWN_MEMBER_ID", f"Member {first.member_id} is not a member of group {group}.")
+
+
+# ---------------------------------------------------------------- ConsumerGroupDescribe, DescribeGroups, ListGroups
+def test_describe_an_unknown_group(broker_any):
+    group, _ = _names("cp-describe")
+    view = describe(broker_any.bootstrap, group)
+    assert (view.error_code, view.error_message) == (E.GROUP_ID_NOT_FOUND, f"Group {group} not found.")
+
+
+def test_classic_apis_on_a_consumer_group(broker_any, coordinator):
+    group, topic = _names("cp-classic", 1, broker_any)
+    coordinator(group).join([topic])
+    classic = describe_groups(broker_any.bootstrap, group)
+    assert (classic.error_code, classic.error_message, classic.group_state) == (
+        E.GROUP_ID_NOT_FOUND, f"Group {group} is not a classic group.", "Dead")
+    assert list_groups(broker_any.bootstrap, types=["consumer"])[group] == {
+        "protocol_type": "consumer", "state": "Stable", "type": "consumer"}
+    assert group not in list_groups(broker_any.bootstrap, types=["classic"])
