@@ -137,31 +137,22 @@ class OffsetManager:
         ctx = self.ctx
         group = ctx.groups.get(group_id)
         if group is None and group_id in ctx.consumer_groups:
-            return self._delete_consumer_group_offsets(group_id, partitions)
+            consumer_group = ctx.consumer_groups[group_id]
+            subscribed = set() if consumer_group.is_empty() else set(consumer_group.subscribed_topics)
+            return self._delete_unsubscribed(consumer_group, group_id, partitions, subscribed)
         if group is None or group.is_in(S.DEAD):
             return OffsetDeleteResult(ErrorCode.GROUP_ID_NOT_FOUND)
         subscribed = set()
         if not group.is_in(S.EMPTY) and subscribed_topics is not None:
             subscribed = subscribed_topics(group)
+        return self._delete_unsubscribed(group, group_id, partitions, subscribed)
+
+    def _delete_unsubscribed(self, group, group_id: str, partitions: list[tuple[str, int]],
+                             subscribed: set[str]) -> OffsetDeleteResult:
+        """Kafka refuses to delete the offsets of a topic the group's members subscribe to."""
+        ctx = self.ctx
         results = []
         deleted = []
-        for topic, partition in partitions:
-            if topic in subscribed:
-                results.append((topic, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
-                continue
-            if ctx.offsets.get(group_id, topic, partition) is not None and (topic, partition) not in deleted:
-                ctx.write(offset_tombstone(group_id, topic, partition))
-                deleted.append((topic, partition))
-            results.append((topic, partition, ErrorCode.NONE))
-        if deleted:
-            ctx.emit(K.OFFSETS_DELETED, group, count=len(deleted), partitions=deleted)
-        return OffsetDeleteResult(ErrorCode.NONE, results)
-
-    def _delete_consumer_group_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> OffsetDeleteResult:
-        ctx = self.ctx
-        group = ctx.consumer_groups[group_id]
-        subscribed = set() if group.is_empty() else set(group.subscribed_topics)
-        results, deleted = [], []
         for topic, partition in partitions:
             if topic in subscribed:
                 results.append((topic, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))

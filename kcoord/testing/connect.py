@@ -78,8 +78,7 @@ class ConnectUnavailable(RuntimeError):
 
 
 def cache_dir(version: str | None = None) -> Path:
-    root = os.environ.get("KCOORD_KAFKA_CACHE") or Path.home() / ".cache" / "kcoord"
-    return Path(root) / f"connect-{version or kafka_version()}"
+    return maven.cache_root() / f"connect-{version or kafka_version()}"
 
 
 def fetch(version: str | None = None) -> Path:

@@ -16,6 +16,11 @@ _MVN_ERROR = re.compile(r"\[ERROR\]\s*(.*)")
 _MVN_NOISE = ("To see the full stack trace", "Re-run Maven", "For more information", "[Help ")
 
 
+def cache_root() -> Path:
+    """Where fetched jars live: $KCOORD_KAFKA_CACHE, else ~/.cache/kcoord."""
+    return Path(os.environ.get("KCOORD_KAFKA_CACHE") or Path.home() / ".cache" / "kcoord")
+
+
 def require(tool: str, hint: str, error: type[Exception]) -> str:
     path = shutil.which(tool)
     if path is None:

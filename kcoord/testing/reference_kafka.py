@@ -71,8 +71,7 @@ def kafka_version() -> str:
 
 
 def cache_dir(version: str | None = None) -> Path:
-    root = os.environ.get("KCOORD_KAFKA_CACHE") or Path.home() / ".cache" / "kcoord"
-    return Path(root) / f"kafka-{version or kafka_version()}"
+    return maven.cache_root() / f"kafka-{version or kafka_version()}"
 
 
 def _require(tool: str, hint: str) -> str:

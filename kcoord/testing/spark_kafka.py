@@ -44,8 +44,7 @@ def spark_version() -> str:
 
 
 def cache_dir(version: str | None = None) -> Path:
-    root = os.environ.get("KCOORD_KAFKA_CACHE") or Path.home() / ".cache" / "kcoord"
-    return Path(root) / f"spark-kafka-{version or spark_version()}"
+    return maven.cache_root() / f"spark-kafka-{version or spark_version()}"
 
 
 def fetch(version: str | None = None) -> Path:
