@@ -330,6 +330,14 @@ TABLE: tuple[BrokerConfig, ...] = (
     BrokerConfig("group.consumer.assignors", "list", "uniform,range",
                  "The server assignors members may name; the first is used when a member names none.",
                  field="group_consumer_assignors"),
+    BrokerConfig("group.consumer.assignment.interval.ms", "int", "1000",
+                 "The least time between two target assignment computations of a consumer group: a heartbeat "
+                 "that finds the group epoch ahead within it leaves the group Assigning (0: at once).",
+                 field="group_consumer_assignment_interval_ms", at_least=0),
+    BrokerConfig("group.consumer.regex.refresh.interval.ms", "int", "600000",
+                 "How often a consumer group's subscribed regular expressions are resolved again against the "
+                 "topics (at a heartbeat, and no sooner than 10 s after the last resolution).",
+                 field="group_consumer_regex_refresh_interval_ms", at_least=10000),
     # Offsets (GroupCoordinatorConfig).
     BrokerConfig("offsets.retention.minutes", "int", "10080",
                  "Committed offsets of a group are dropped this long after it became empty (or, for "

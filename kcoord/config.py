@@ -58,6 +58,8 @@ class ServerConfig:
     group_consumer_max_heartbeat_interval_ms: int = default("group.consumer.max.heartbeat.interval.ms")
     group_consumer_max_size: int = default("group.consumer.max.size")
     group_consumer_assignors: tuple = default("group.consumer.assignors")
+    group_consumer_assignment_interval_ms: int = default("group.consumer.assignment.interval.ms")
+    group_consumer_regex_refresh_interval_ms: int = default("group.consumer.regex.refresh.interval.ms")
     # Authentication (kcoord.security), off by default.
     sasl_users_file: str | None = None        # name:password lines; turns SASL on
     sasl_mechanisms: tuple = default("sasl.enabled.mechanisms")

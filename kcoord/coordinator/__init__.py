@@ -37,7 +37,9 @@ def build_coordinator(server_config, topics, timer: Timer | None = None) -> Coor
                                consumer_session_timeout_ms=sc.group_consumer_session_timeout_ms,
                                consumer_heartbeat_interval_ms=sc.group_consumer_heartbeat_interval_ms,
                                consumer_max_size=sc.group_consumer_max_size,
-                               consumer_assignors=tuple(sc.group_consumer_assignors))
+                               consumer_assignors=tuple(sc.group_consumer_assignors),
+                               consumer_assignment_interval_ms=sc.group_consumer_assignment_interval_ms,
+                               consumer_regex_refresh_interval_ms=sc.group_consumer_regex_refresh_interval_ms)
     bus = EventBus()
     bus.subscribe(KafkaWordedLog())
     core = GroupCoordinator(timer or AsyncioTimer(), config, topics, bus)

@@ -22,6 +22,8 @@ class CoordinatorConfig:
     consumer_heartbeat_interval_ms: int = default("group.consumer.heartbeat.interval.ms")
     consumer_max_size: int = default("group.consumer.max.size")
     consumer_assignors: tuple = default("group.consumer.assignors")
+    consumer_assignment_interval_ms: int = default("group.consumer.assignment.interval.ms")
+    consumer_regex_refresh_interval_ms: int = default("group.consumer.regex.refresh.interval.ms")
 
 
 def java_string_hash(s: str) -> int:

@@ -31,14 +31,14 @@ class ConsumerGroupState(enum.Enum):
     EMPTY = ("Empty", """
         No members; the group may still hold committed offsets.
         - ConsumerGroupHeartbeat with epoch 0: the member joins, the group epoch goes up and a
-          target assignment is computed at once (Assigning is passed through within the request).
+          target assignment is computed if the assignment interval allows (else Assigning).
         - DeleteGroups: allowed; OffsetCommit from the admin (member id empty, epoch -1): accepted.""")
 
     ASSIGNING = ("Assigning", """
         The group epoch is ahead of the assignment epoch: the target assignment is to be
-        computed. kcoord computes it in the heartbeat that bumped the group epoch, so a group is
-        only seen here between the records of one operation (Kafka may wait up to
-        group.consumer.assignment.interval.ms; see docs/deviations.md).""")
+        computed. As in Kafka, a heartbeat computes it once group.consumer.assignment.interval.ms
+        has passed since the last computation (at once for a new group); until then members
+        reconcile to the previous target (a new member gets nothing, at the old epoch).""")
 
     RECONCILING = ("Reconciling", """
         The target assignment is ahead of some member: each such member is moving towards it
@@ -130,6 +130,14 @@ class ConsumerGroup:
     assignor_name: str = ""
     state_ms: int | None = None
     emptied_at_ms: int | None = None   # offset retention counts from here, as for classic groups
+    # When the last target assignment was computed (0: never): the next one waits until
+    # group.consumer.assignment.interval.ms has passed since, as in Kafka.
+    assignment_timestamp_ms: int = 0
+    # Subscribed regexes as last resolved (in the background, as Kafka does): regex -> topic names.
+    # A regex not resolved yet subscribes the member to nothing.
+    resolved_regexes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    regex_refresh_ms: int = 0           # when they were last resolved (0: never)
+    regex_topics: frozenset = frozenset()  # the topic names then, to notice new ones
     dead: bool = False
     # Members removed since the group was last recorded: their records need tombstones even
     # where the sink never saw them (after a restart).
@@ -153,6 +161,9 @@ class ConsumerGroup:
         if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
             return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
+
+    def subscribed_regexes(self) -> set[str]:
+        return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
 
     @property
     def size(self) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
+import re._parser as sre_parse
 import uuid
 from dataclasses import replace
 from typing import Callable, Mapping
@@ -56,6 +57,14 @@ def _session_key(g: str, m: str) -> str:
     return f"consumer-session-{g}-{m}"
 
 
+def _regex_key(g: str) -> str:
+    return f"consumer-regex-{g}"
+
+
+# Kafka resolves a group's regexes at most this often, whatever the refresh interval.
+REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
+
+
 def _rebalance_key(g: str, m: str) -> str:
     return f"consumer-rebalance-{g}-{m}"
 
@@ -65,15 +74,57 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
+# Python's `re` messages for the mistakes topic patterns make, as RE2/J words them (its
+# PatternSyntaxException description, which Kafka's INVALID_REGULAR_EXPRESSION message quotes).
+_RE2_MESSAGES = (
+    ("unterminated character set", "missing closing ]"),
+    ("missing ), unterminated subpattern", "missing closing )"),
+    ("unbalanced parenthesis", "unexpected )"),
+    ("nothing to repeat", "missing argument to repetition operator"),
+    ("multiple repeat", "invalid nested repetition operator"),
+    ("bad character range", "invalid character class range"),
+    ("bad escape", "invalid escape sequence"),
+)
+# What RE2/J refuses although Python's `re` takes it (opcodes of Python's parse tree).
+_NOT_RE2 = {"ASSERT": "invalid or unsupported Perl syntax", "ASSERT_NOT": "invalid or unsupported Perl syntax",
+            "GROUPREF": "invalid escape sequence", "GROUPREF_EXISTS": "invalid or unsupported Perl syntax"}
+
+
+def _unsupported_by_re2(parsed) -> str | None:
+    for op, arg in parsed:
+        why = _NOT_RE2.get(str(op))
+        if why:
+            return why
+        for sub in (arg if isinstance(arg, (tuple, list)) else ()):
+            if isinstance(sub, sre_parse.SubPattern):
+                why = _unsupported_by_re2(sub)
+            elif isinstance(sub, (tuple, list)):
+                why = next((w for w in (_unsupported_by_re2(x) for x in sub if isinstance(x, sre_parse.SubPattern))
+                            if w), None)
+            else:
+                why = None
+            if why:
+                return why
+    return None
+
+
 def compile_regex(regex: str) -> re.Pattern:
     """A SubscribedTopicRegex. Kafka compiles it with RE2/J; Python's `re` agrees on the RE2 subset
-    topic patterns use (classes, alternation, repetition, anchors, (?i)); it also accepts
-    look-arounds and back-references that RE2/J refuses (see docs/consumer-protocol.md)."""
+    topic patterns use (classes, alternation, repetition, anchors, (?i)). Look-arounds and
+    back-references, which RE2/J refuses, are refused too, and the common syntax errors get RE2/J's
+    wording (see docs/consumer-protocol.md)."""
+    def refuse(why: str) -> Refused:
+        return Refused(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                       f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {why}.")
     try:
-        return re.compile(regex)
+        pattern = re.compile(regex)
     except re.error as err:
-        raise Refused(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                      f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {err.msg}.") from None
+        why = next((re2 for py, re2 in _RE2_MESSAGES if err.msg.startswith(py)), err.msg)
+        raise refuse(why) from None
+    why = _unsupported_by_re2(sre_parse.parse(regex))
+    if why:
+        raise refuse(why)
+    return pattern
 
 
 def validate(req: ConsumerHeartbeatRequest, assignors: tuple[str, ...]) -> None:
@@ -260,6 +311,10 @@ class ConsumerProtocol:
             client_id=req.client_id, client_host=req.client_host)
         names_changed = set(updated.subscribed_topic_names) != set(before.subscribed_topic_names)
         subscription_changed = names_changed or regex_changed
+        # A regex new to the group is resolved in the background first (the epoch moves then); one
+        # already resolved for another member, or dropping a regex, changes the subscription now.
+        new_regex = updated.subscribed_topic_regex
+        regex_resolved = regex_changed and (not new_regex or new_regex in group.resolved_regexes)
         if replaced is not None:
             self._replace_static(group, replaced, updated)
         else:
@@ -268,17 +323,20 @@ class ConsumerProtocol:
             ctx.emit(K.MEMBER_JOINED, group, member=updated, reason="joined with the consumer protocol")
 
         topics = self._topics()
+        self._prune_regexes(group)
         subscribed = self._subscribed_topics(group, topics)
-        if subscription_changed or subscribed != group.subscribed_topics:
+        if names_changed or regex_resolved or subscribed != group.subscribed_topics:
             group.subscribed_topics = subscribed
-            self._bump_group_epoch(group, "subscription changed" if subscription_changed
+            self._bump_group_epoch(group, "subscription changed" if names_changed or regex_resolved
                                    else "subscribed topic metadata changed", member=updated)
+        self._maybe_refresh_regexes(group, topics, force=regex_changed and bool(new_regex)
+                                    and new_regex not in group.resolved_regexes)
         self._maybe_update_target(group, topics, member_id)
 
         member = group.members[member_id]
         try:
             after = reconcile(member, group.assignment_epoch, group.target.get(member_id, {}),
-                              self._member_topic_ids(member, topics), owned, subscription_changed,
+                              self._member_topic_ids(member, topics, group), owned, subscription_changed,
                               lambda t, p: group.partition_owner(t, p))
         except FencedInUnknownState:
             raise Refused(ErrorCode.FENCED_MEMBER_EPOCH, "The consumer group member is in a unknown state. "
@@ -325,31 +383,32 @@ class ConsumerProtocol:
         return {name: (str(t.topic_id), len(t.partitions)) for name, t in store.items()
                 if not getattr(t, "internal", False)}
 
-    def _member_topic_names(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]]) -> set[str]:
+    def _member_topic_names(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]],
+                            group: ConsumerGroup) -> set[str]:
         names = {n for n in member.subscribed_topic_names if n in topics}
         if member.subscribed_topic_regex:
-            try:
-                pattern = compile_regex(member.subscribed_topic_regex)
-            except Refused:  # accepted earlier by a looser version: matches nothing
-                return names
-            names |= {n for n in topics if pattern.fullmatch(n)}
+            # As last resolved: a regex not resolved yet matches nothing.
+            names |= {n for n in group.resolved_regexes.get(member.subscribed_topic_regex, ()) if n in topics}
         return names
 
-    def _record_topic_names(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]]) -> tuple[str, ...]:
+    def _record_topic_names(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]],
+                            group: ConsumerGroup) -> tuple[str, ...]:
         """The names as Kafka's member record lists them (missing topics included), then what its
         regex resolves to: the uniform assignor walks topics in the order these give."""
         names = list(dict.fromkeys(member.subscribed_topic_names))
         if member.subscribed_topic_regex:
-            names += [n for n in topics if self._regex_matches(member.subscribed_topic_regex, n) and n not in names]
+            resolved = set(group.resolved_regexes.get(member.subscribed_topic_regex, ()))
+            names += [n for n in topics if n in resolved and n not in names]
         return tuple(names)
 
-    def _member_topic_ids(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]]) -> set[str]:
-        return {topics[n][0] for n in self._member_topic_names(member, topics)}
+    def _member_topic_ids(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]],
+                          group: ConsumerGroup) -> set[str]:
+        return {topics[n][0] for n in self._member_topic_names(member, topics, group)}
 
     def _subscribed_topics(self, group: ConsumerGroup, topics) -> dict[str, tuple[str, int]]:
         names: set[str] = set()
         for member in group.members.values():
-            names |= self._member_topic_names(member, topics)
+            names |= self._member_topic_names(member, topics, group)
         return {n: topics[n] for n in sorted(names)}
 
     def _bump_group_epoch(self, group: ConsumerGroup, reason: str, member: ConsumerMember | None = None) -> None:
@@ -374,7 +433,12 @@ class ConsumerProtocol:
             return False
 
     def _maybe_update_target(self, group: ConsumerGroup, topics, updating: str | None = None) -> None:
-        if group.group_epoch <= group.assignment_epoch and set(group.target) >= set(group.members):
+        if group.group_epoch <= group.assignment_epoch:
+            return
+        interval = self.ctx.config.consumer_assignment_interval_ms
+        if group.assignment_timestamp_ms and interval and self.ctx.now() < group.assignment_timestamp_ms + interval:
+            # Too soon after the last one (Kafka batches them): members reconcile to the previous
+            # target meanwhile, a new member to nothing, and the group stays Assigning.
             return
         name = self._assignor_name(group)
         if not group.subscribed_topics:
@@ -392,13 +456,13 @@ class ConsumerProtocol:
         ordered = [m for m in group.members.values() if m.member_id != updating]
         ordered += [group.members[updating]] if updating in group.members else []
         specs = {m.member_id: MemberSpec(m.member_id, m.instance_id, m.rack_id,
-                                         frozenset(self._member_topic_ids(m, topics)),
+                                         frozenset(self._member_topic_ids(m, topics, group)),
                                          dict(group.target.get(m.member_id, {})),
-                                         self._record_topic_names(m, topics))
+                                         self._record_topic_names(m, topics, group))
                  for m in ordered}
         topic_specs = {tid: TopicSpec(tid, n, count) for n, (tid, count) in group.subscribed_topics.items()}
         regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
-        resolved = {r: [n for n in topics if self._regex_matches(r, n)] for r in regexes}
+        resolved = {r: [n for n in topics if n in group.resolved_regexes.get(r, ())] for r in regexes}
         kind = group_subscription_type(
             [(m.subscribed_topic_names, m.subscribed_topic_regex) for m in ordered], resolved)
         computed = assignor.assign(specs, topic_specs, kind)
@@ -413,6 +477,7 @@ class ConsumerProtocol:
         group.target = new_target
         group.assignor_name = name
         group.assignment_epoch = group.group_epoch
+        group.assignment_timestamp_ms = self.ctx.now()
         if changed:
             self.ctx.emit(K.TARGET_ASSIGNMENT_CHANGED, group, reason=f"computed by the {name} assignor",
                           assignment_epoch=group.assignment_epoch)
@@ -428,6 +493,57 @@ class ConsumerProtocol:
             self._schedule_rebalance_timeout(group, after)
         else:
             ctx.timer.cancel(_rebalance_key(group.group_id, after.member_id))
+
+    # ------------------------------------------------------------ regexes
+    def _prune_regexes(self, group: ConsumerGroup) -> None:
+        """A regex no member subscribes to any more is forgotten (Kafka writes its tombstone)."""
+        subscribed = group.subscribed_regexes()
+        for regex in [r for r in group.resolved_regexes if r not in subscribed]:
+            del group.resolved_regexes[regex]
+
+    def _maybe_refresh_regexes(self, group: ConsumerGroup, topics, force: bool) -> None:
+        """Kafka's conditions for resolving a group's regexes again, in the background: not while a
+        resolution is under way, never within 10 s of the last one, and then only if one is not
+        resolved yet (or a new regex arrived: `force`), new topics exist, or
+        group.consumer.regex.refresh.interval.ms has passed."""
+        regexes = group.subscribed_regexes()
+        key = _regex_key(group.group_id)
+        if not regexes or self.ctx.timer.is_scheduled(key):
+            return
+        now, last = self.ctx.now(), group.regex_refresh_ms
+        if last and now <= last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
+            return
+        due = (force or regexes != set(group.resolved_regexes) or bool(set(topics) - group.regex_topics)
+               or now > last + self.ctx.config.consumer_regex_refresh_interval_ms)
+        if due:
+            group_id = group.group_id
+            # An operation of its own, after this heartbeat is answered (Kafka's executor).
+            self.ctx.schedule(key, 0, lambda: self._resolve_regexes(group_id))
+
+    def _resolve_regexes(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        topics = self._topics()
+        changed = False
+        for regex in sorted(group.subscribed_regexes()):
+            try:
+                pattern = compile_regex(regex)
+                names = tuple(n for n in topics if pattern.fullmatch(n))
+            except Refused:  # accepted earlier by a looser version: matches nothing
+                names = ()
+            if set(names) != set(group.resolved_regexes.get(regex, ())) or regex not in group.resolved_regexes:
+                changed = changed or set(names) != set(group.resolved_regexes.get(regex, ()))
+                group.resolved_regexes[regex] = names
+        self._prune_regexes(group)
+        group.regex_refresh_ms = self.ctx.now()
+        group.regex_topics = frozenset(topics)
+        subscribed = self._subscribed_topics(group, topics)
+        if changed or subscribed != group.subscribed_topics:
+            group.subscribed_topics = subscribed
+            self._bump_group_epoch(group, "subscribed regular expressions resolved")
+        self._record(group)
+        self.ctx.changed(group)
 
     # ------------------------------------------------------------------ timers
     def _schedule_session(self, group: ConsumerGroup, member_id: str) -> None:
@@ -458,6 +574,7 @@ class ConsumerProtocol:
         self._cancel_timers(group, member.member_id)
         group.remove(member.member_id)
         self.ctx.emit(kind, group, member=member, reason=reason)
+        self._prune_regexes(group)
         group.subscribed_topics = self._subscribed_topics(group, self._topics())
         self._bump_group_epoch(group, f"member {member.member_id} removed: {reason}")
         if group.is_empty():
@@ -503,11 +620,10 @@ class ConsumerProtocol:
                 self.ctx.emit(K.MEMBER_LEFT, group, member=left, reason="static member left temporarily")
                 self._record(group)
                 self.ctx.changed(group)
-                return ConsumerHeartbeatResult(ErrorCode.NONE, None, member.member_id, STATIC_LEAVE_EPOCH,
-                                               self.ctx.config.consumer_heartbeat_interval_ms)
+                # A leaving member is told no heartbeat interval (0), as Kafka does.
+                return ConsumerHeartbeatResult(ErrorCode.NONE, None, member.member_id, STATIC_LEAVE_EPOCH, 0)
         self._fence(group, member, K.MEMBER_LEFT, "the member left the group")
-        return ConsumerHeartbeatResult(ErrorCode.NONE, None, req.member_id, req.member_epoch,
-                                       self.ctx.config.consumer_heartbeat_interval_ms)
+        return ConsumerHeartbeatResult(ErrorCode.NONE, None, req.member_id, req.member_epoch, 0)
 
     # ================================================================ describe
     def describe(self, group_id: str) -> ConsumerGroupDescription:
@@ -529,7 +645,8 @@ class ConsumerProtocol:
         members = [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
                     "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
                     "subscribed_topic_names": sorted(m.subscribed_topic_names),
-                    "subscribed_topic_regex": m.subscribed_topic_regex,
+                    # "" rather than null without a regex, as Kafka describes its members.
+                    "subscribed_topic_regex": m.subscribed_topic_regex or "",
                     "assignment": assignment(m.assigned),
                     "target_assignment": assignment(group.target.get(m.member_id, {}))}
                    for m in group.members.values()]
@@ -619,6 +736,9 @@ def snapshot(group: ConsumerGroup) -> dict:
         "group_id": group.group_id, "created_ms": group.created_ms, "group_epoch": group.group_epoch,
         "assignment_epoch": group.assignment_epoch, "assignor_name": group.assignor_name,
         "state_ms": group.state_ms, "emptied_at_ms": group.emptied_at_ms,
+        "assignment_timestamp_ms": group.assignment_timestamp_ms,
+        "resolved_regexes": {r: list(ns) for r, ns in group.resolved_regexes.items()},
+        "regex_refresh_ms": group.regex_refresh_ms, "regex_topics": sorted(group.regex_topics),
         "subscribed_topics": {n: list(v) for n, v in group.subscribed_topics.items()},
         "target": {m: {t: record_list(ps) for t, ps in parts.items()} for m, parts in group.target.items()},
         "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
@@ -638,6 +758,10 @@ def restore(value: dict) -> ConsumerGroup:
                           assignment_epoch=value["assignment_epoch"], assignor_name=value.get("assignor_name", ""),
                           state_ms=value.get("state_ms"), emptied_at_ms=value.get("emptied_at_ms"))
     group.subscribed_topics = {n: (v[0], v[1]) for n, v in value.get("subscribed_topics", {}).items()}
+    group.assignment_timestamp_ms = value.get("assignment_timestamp_ms", 0)
+    group.resolved_regexes = {r: tuple(ns) for r, ns in value.get("resolved_regexes", {}).items()}
+    group.regex_refresh_ms = value.get("regex_refresh_ms", 0)
+    group.regex_topics = frozenset(value.get("regex_topics", ()))
     group.target = {m: {t: RecordPartitions(ps) for t, ps in parts.items()} for m, parts in value["target"].items()}
     for m in value["members"]:
         try:

@@ -168,6 +168,7 @@ def test_names_and_a_regex_together_are_taken(broker_any, coordinator):
 def test_invalid_heartbeats(broker_any, coordinator, case, fields, expected):
     group, topic = _names("cp-bad", 1, broker_any)
     c = coordinator(group)
+    fields = dict(fields)  # the parameters are shared by both brokers' cases
     c.group = fields.pop("group", group)
     body = {"member_id": new_member_id(), "member_epoch": 0, "rebalance_timeout_ms": 30000, "topics": [topic]}
     if fields.get("owned") == "some":

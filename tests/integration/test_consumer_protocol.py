@@ -294,6 +294,26 @@ def test_a_classic_member_and_a_consumer_member_share_a_group(broker_any):
         assert list_groups(broker_any.bootstrap)[group]["type"] == "classic"
         modern = Member("java4", broker_any.bootstrap, topic, group, group_protocol="consumer")
         members.append(modern)
+        if broker_any.kind == "kcoord":
+            # kcoord does not serve online migration yet (docs/deviations.md): it answers as Kafka
+            # does with group.consumer.migration.policy=disabled. The consumer-protocol member is
+            # refused, the classic member keeps every partition and the group stays classic.
+            from kcoord.protocol_client import Admin
+            from kcoord.testing.consumer_groups import heartbeat, new_member_id
+            from wire.errors import ErrorCode
+            admin = Admin(broker_any.bootstrap)
+            try:
+                answer = heartbeat(admin.coordinator(group), group, member_id=new_member_id(), member_epoch=0,
+                                   rebalance_timeout_ms=30000, topics=[topic])
+            finally:
+                admin.close()
+            assert (answer.error_code, answer.error_message) == (
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group} to consumer group because online upgrade is disabled.")
+            time.sleep(5)
+            assert modern.owned() == [], modern.events
+            assert sorted(classic.owned()) == list(range(PARTITIONS))
+            assert list_groups(broker_any.bootstrap)[group]["type"] == "classic"
+            return
         # Kafka 4.3.1 (group.consumer.migration.policy=bidirectional by default) converts the
         # classic group into a consumer group; the classic member stays, on JoinGroup/SyncGroup.
         view = _settled(broker_any, group, 2)

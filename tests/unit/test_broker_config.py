@@ -23,6 +23,8 @@ KAFKA_DEFAULTS = {
     "group.consumer.max.heartbeat.interval.ms": "15000",
     "group.consumer.max.size": "2147483647",
     "group.consumer.assignors": "uniform,range",
+    "group.consumer.assignment.interval.ms": "1000",
+    "group.consumer.regex.refresh.interval.ms": "600000",
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",

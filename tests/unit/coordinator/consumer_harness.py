@@ -54,6 +54,9 @@ class Topics:
 class ConsumerHarness:
     def __init__(self, topics: Topics | None = None, **config):
         config.setdefault("initial_rebalance_delay_ms", 0)
+        # Most tests look at one step at a time: targets computed at once (Kafka's interval 0); the
+        # assignment interval's own tests set it.
+        config.setdefault("consumer_assignment_interval_ms", 0)
         self.timer = ManualTimer()
         self.events = []
         self.records = []

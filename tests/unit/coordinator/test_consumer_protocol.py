@@ -216,21 +216,99 @@ def test_static_member_away_is_fenced_when_its_session_expires():
 
 
 # ------------------------------------------------------------------ subscriptions and topics
-def test_regex_subscription_follows_topic_creation():
+def test_regex_subscription_is_resolved_in_the_background_and_refreshed():
+    # As Kafka: a regex new to the group first subscribes the member to nothing (epoch 1, no
+    # partitions); its resolution runs as an operation of its own and bumps the group epoch.
     topics = Topics(orders=2, other=1)
-    h = ConsumerHarness(topics)
+    h = ConsumerHarness(topics, consumer_regex_refresh_interval_ms=10000)
     r = h.hb("m1", 0, topics=None, regex="ord.*")
-    assert h.named(r.assignment) == {"orders": [0, 1]}
+    assert (r.member_epoch, h.named(r.assignment)) == (1, {})
+    h.advance(0)                                               # the background resolution
+    assert (h.group().group_epoch, h.group().state) == (2, CS.ASSIGNING)
+    r = h.hb("m1", 1, owned={}, partial=True)
+    assert (r.member_epoch, h.named(r.assignment)) == (2, {"orders": [0, 1]})
+    # A new matching topic is noticed at a heartbeat once 10 s have passed since the last resolution.
     topics.create("ordersv2", 1)
+    h.advance(9000)
+    assert h.hb("m1", 2, owned={"orders": [0, 1]}, partial=True).assignment is None
+    h.advance(0)
+    assert h.group().group_epoch == 2
+    h.advance(1001)
+    h.hb("m1", 2, owned={"orders": [0, 1]}, partial=True)
+    h.advance(0)
+    assert h.group().group_epoch == 3
     r = h.hb("m1", 2, owned={"orders": [0, 1]}, partial=True)
     assert (r.member_epoch, h.named(r.assignment)) == (3, {"orders": [0, 1], "ordersv2": [0]})
+
+
+def test_a_regex_already_resolved_for_another_member_bumps_the_epoch_at_once():
+    topics = Topics(orders=2)
+    h = ConsumerHarness(topics)
+    h.hb("m1", 0, topics=None, regex="ord.*")
+    h.advance(0)
+    h.hb("m1", 1, owned={}, partial=True)
+    r = h.hb("m2", 0, topics=None, regex="ord.*")
+    assert (h.group().group_epoch, r.member_epoch) == (3, 3)
 
 
 def test_invalid_regex():
     h = ConsumerHarness()
     r = h.hb("m1", 0, topics=None, regex="(")
     assert r.error == E.INVALID_REGULAR_EXPRESSION
-    assert r.message.startswith("SubscribedTopicRegex `(` is not a valid regular expression: ")
+    assert r.message == "SubscribedTopicRegex `(` is not a valid regular expression: missing closing )."
+
+
+def test_invalid_regexes_get_re2js_wording():
+    h = ConsumerHarness()
+    for regex, why in [("[unclosed", "missing closing ]"), ("a)", "unexpected )"),
+                       ("*a", "missing argument to repetition operator"),
+                       ("[z-a]", "invalid character class range"),
+                       ("a(?=b)", "invalid or unsupported Perl syntax"),  # RE2 has no look-arounds
+                       ("(a)\\1", "invalid escape sequence")]:          # nor back-references
+        r = h.hb("m1", 0, topics=None, regex=regex)
+        assert (r.error, r.message, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (
+            E.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {why}.",
+            None, 0, 0)
+    assert h.group() is None
+
+
+def test_leave_answers_carry_no_heartbeat_interval():
+    h = ConsumerHarness()
+    h.hb("m1", 0)
+    r = h.hb("m1", -1, topics=None, rebalance=-1, partial=True)
+    assert (r.error, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (E.NONE, "m1", -1, 0)
+    g = h.group()
+    assert (g.state, g.group_epoch, g.assignment_epoch) == (CS.EMPTY, 3, 2)
+    h.hb("s1", 0, instance="i1")
+    r = h.hb("s1", -2, instance="i1", topics=None, rebalance=-1, partial=True)
+    assert (r.error, r.member_epoch, r.heartbeat_interval_ms) == (E.NONE, -2, 0)
+    assert h.group().state is CS.RECONCILING
+
+
+# ------------------------------------------------------------------ the assignment interval
+def test_targets_are_computed_at_most_once_per_assignment_interval():
+    h = ConsumerHarness(consumer_assignment_interval_ms=1000)
+    r1 = h.hb("m1", 0)                       # a new group: computed at once
+    assert (r1.member_epoch, h.named(r1.assignment)) == (2, {"t": [0, 1, 2, 3]})
+    h.advance(200)
+    r2 = h.hb("m2", 0)                       # within the interval: the old epoch, nothing
+    assert (r2.member_epoch, h.named(r2.assignment)) == (2, {})
+    g = h.group()
+    assert (g.state, g.group_epoch, g.assignment_epoch) == (CS.ASSIGNING, 3, 2)
+    h.advance(799)
+    assert h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True).assignment is None
+    assert h.group().assignment_epoch == 2
+    h.advance(1)                             # 1000 ms after the last computation
+    r1 = h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True)
+    assert (h.group().assignment_epoch, r1.member_epoch, h.named(r1.assignment)) == (3, 2, {"t": [0, 2]})
+    assert h.group().state is CS.RECONCILING
+
+
+def test_the_assignment_timestamp_survives_a_restart():
+    from kcoord.coordinator.consumer_protocol import restore, snapshot
+    h = ConsumerHarness(consumer_assignment_interval_ms=1000)
+    h.hb("m1", 0)
+    assert restore(snapshot(h.group())).assignment_timestamp_ms == h.timer.now_ms()
 
 
 def test_partition_count_change_bumps_the_group_epoch():
