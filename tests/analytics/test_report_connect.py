@@ -1,5 +1,5 @@
 """The report's Connect view on a journal kcoord wrote while real Kafka Connect 4.3.1 workers
-ran (fixtures/connect/events.jsonl: 3 sessioned workers, scheduled.rebalance.max.delay.ms
+ran (journals/connect-sessioned.jsonl: 3 sessioned workers, scheduled.rebalance.max.delay.ms
 6000, two connectors of 3 tasks; a 4th worker joined, then one holding tasks was killed
 and stayed away)."""
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 from kcoord.analytics import connect as cx
 from kcoord.analytics.job import run_report
 
-JOURNAL = Path(__file__).parent / "fixtures" / "connect" / "events.jsonl"
+JOURNAL = Path(__file__).parent / "journals" / "connect-sessioned.jsonl"
 TASKS = {f"{c}-{i}" for c in ("src-a", "src-b") for i in range(3)}
 
 

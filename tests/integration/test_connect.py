@@ -190,11 +190,17 @@ def _mark(cluster):
 
 
 def _follower_with_tasks(cluster, sample):
-    """A live worker that is not the leader and runs tasks (the leader holds the lost-task bookkeeping)."""
+    """A live worker that is not the leader (the leader holds the lost-task bookkeeping) and
+    runs tasks: the one running the most (connectors, then tasks), so that on two brokers whose
+    shapes agree the victim's share, and so what the others get back, is the same."""
     leader = next(a.leader for w in cluster.live for a in reversed(w.assignments()) if a.leader)
-    for w in cluster.live:
-        if f"-{w.worker_id}-" not in f"-{leader.removeprefix('connect-')}" and w.worker_id in sample.tasks.values():
-            return w
+    followers = [w for w in cluster.live if f"-{w.worker_id}-" not in f"-{leader.removeprefix('connect-')}"
+                 and w.worker_id in sample.tasks.values()]
+    if followers:
+        def load(w):
+            return (sum(1 for wid in sample.connectors.values() if wid == w.worker_id),
+                    sum(1 for wid in sample.tasks.values() if wid == w.worker_id))
+        return max(followers, key=load)
     raise AssertionError(f"no follower with tasks (leader {leader}): {sample}")
 
 
