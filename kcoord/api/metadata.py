@@ -35,7 +35,11 @@ async def metadata(ctx, req):
         topics = []
         for entry in requested:
             name = entry.get("name")
-            if name is None and entry.get("topic_id") is not None:
+            # By id when a non-zero id comes without a name: the Java client (MetadataRequest by
+            # topic ids, as its consumer resolves the ids of a broker-side regex's assignment)
+            # leaves the name "" (the schema's default), not null; Kafka looks these up by id.
+            topic_id = entry.get("topic_id")
+            if not name and topic_id is not None and topic_id.int != 0:
                 topic = store.by_id(entry["topic_id"])
                 if topic is None:
                     topics.append({"error_code": ErrorCode.UNKNOWN_TOPIC_ID, "name": None,

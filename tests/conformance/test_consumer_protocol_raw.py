@@ -297,6 +297,32 @@ def test_a_regex_is_resolved_after_the_first_heartbeat(broker_any, coordinator):
     assert (m["topics"], m["regex"], m["assignment"]) == ([], f"{topic}|nothing", [(topic, 0), (topic, 1)])
 
 
+def test_an_assigned_topic_id_resolves_with_metadata_by_id(broker_any, coordinator):
+    """What the Java 4.x consumer does with a broker-side regex's assignment (it knows no names):
+    Metadata v12+ by topic id, the name left "" (its schema default, not null). Kafka answers
+    with the topic; kcoord once looked "" up as a name (UNKNOWN_TOPIC_OR_PARTITION) and the
+    client never took its partitions."""
+    group, topic = _names("cp-rx-id", 2, broker_any)
+    c = coordinator(group)
+    first = c.hb(member_id=new_member_id(), member_epoch=0, rebalance_timeout_ms=30000, regex=topic)
+    deadline = time.monotonic() + 15
+    while True:
+        answer = c.hb(member_id=first.member_id, member_epoch=first.member_epoch)
+        if answer.assignment is not None and answer.assignment.topic_partitions:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    [tp] = answer.assignment.topic_partitions
+    meta = c.admin.bootstrap_conn if hasattr(c.admin, "bootstrap_conn") else c.conn
+    unknown = uuid.uuid4()
+    resp = meta.call(3, 12, {"topics": [{"name": "", "topic_id": tp.topic_id}, {"name": "", "topic_id": unknown}],
+                             "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})
+    found = {t.topic_id: (E(t.error_code).name, t.name, sorted(p.partition_index for p in t.partitions))
+             for t in resp.topics}
+    assert found[tp.topic_id] == ("NONE", topic, [0, 1])
+    assert found[unknown][0] == "UNKNOWN_TOPIC_ID"
+
+
 def test_a_silent_member_expires_after_the_session_timeout(broker_any, coordinator):
     group, topic = _names("cp-expire", 1, broker_any)
     c = coordinator(group)
