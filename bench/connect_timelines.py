@@ -5,7 +5,7 @@
 For each protocol and each broker (kcoord as `kcoord serve`, Kafka 4.3.1 as one KRaft node,
 both with group.initial.rebalance.delay.ms 0): 3 distributed workers run 2
 VerifiableSourceConnectors of 4 tasks; a 4th worker joins; then one worker is killed
-(SIGKILL) and stays away. Which worker runs which task, and when, is read from each worker's
+(SIGKILL) and stays away: the follower running the most, as in tests/integration/test_connect.py. Which worker runs which task, and when, is read from each worker's
 own log ("Joined group at generation G ... got assignment"), the same on both brokers (Kafka
 writes no journal), and drawn with `kcoord report`'s Connect timeline (one row per task, a
 colour per worker, a dotted line per round, red where workers were told to wait). Writes
@@ -86,8 +86,9 @@ def scenario(bootstrap: str, protocol: str, workdir: Path) -> tuple[list[dict], 
             before = len(cluster.generations())
             began = time.monotonic()
             fn()
-            cluster.wait_running(CONNECTORS, workers=workers, label=label, timeout=120, stable_for=2.0, **kw)
+            sample = cluster.wait_running(CONNECTORS, workers=workers, label=label, timeout=120, stable_for=2.0, **kw)
             steps.append(f"{label}: {len(cluster.generations()) - before} rounds, {time.monotonic() - began:.1f} s")
+            return sample
 
         def start():
             cluster.add_workers(3)
@@ -96,8 +97,8 @@ def scenario(bootstrap: str, protocol: str, workdir: Path) -> tuple[list[dict], 
 
         ended: dict[str, int] = {}
         step("3 workers start", start, 3)
-        step("a 4th joins", lambda: cluster.add_worker(), 4)
-        victim = cluster.live[1]
+        sample = step("a 4th joins", lambda: cluster.add_worker(), 4)
+        victim = cluster.follower_with_tasks(sample)
 
         def kill():
             cluster.kill(victim)

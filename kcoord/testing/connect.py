@@ -438,6 +438,22 @@ class ConnectCluster:
             out[w.worker_id] = (got[-1].connectors, got[-1].tasks) if got else ([], [])
         return out
 
+    def follower_with_tasks(self, sample: Sample) -> ConnectWorker:
+        """A live worker that is not the leader (the leader holds the lost-task bookkeeping, so
+        killing it shows a different story) and runs tasks: the one running the most
+        (connectors, then tasks), so that on two brokers whose shapes agree the victim's share,
+        and so what the others get back, is the same."""
+        leader = next(a.leader for w in self.live for a in reversed(w.assignments()) if a.leader)
+        followers = [w for w in self.live if f"-{w.worker_id}-" not in f"-{leader.removeprefix('connect-')}"
+                     and w.worker_id in sample.tasks.values()]
+        if not followers:
+            raise AssertionError(f"no follower with tasks (leader {leader}): {sample}")
+
+        def load(w):
+            return (sum(1 for wid in sample.connectors.values() if wid == w.worker_id),
+                    sum(1 for wid in sample.tasks.values() if wid == w.worker_id))
+        return max(followers, key=load)
+
     def assignments(self) -> dict[str, list[Assignment]]:
         """Each worker's "got assignment" log lines, by worker name."""
         return {w.name: w.assignments() for w in self.workers}

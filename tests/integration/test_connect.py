@@ -189,21 +189,6 @@ def _mark(cluster):
     return {w.name: len(w.assignments()) for w in cluster.workers}
 
 
-def _follower_with_tasks(cluster, sample):
-    """A live worker that is not the leader (the leader holds the lost-task bookkeeping) and
-    runs tasks: the one running the most (connectors, then tasks), so that on two brokers whose
-    shapes agree the victim's share, and so what the others get back, is the same."""
-    leader = next(a.leader for w in cluster.live for a in reversed(w.assignments()) if a.leader)
-    followers = [w for w in cluster.live if f"-{w.worker_id}-" not in f"-{leader.removeprefix('connect-')}"
-                 and w.worker_id in sample.tasks.values()]
-    if followers:
-        def load(w):
-            return (sum(1 for wid in sample.connectors.values() if wid == w.worker_id),
-                    sum(1 for wid in sample.tasks.values() if wid == w.worker_id))
-        return max(followers, key=load)
-    raise AssertionError(f"no follower with tasks (leader {leader}): {sample}")
-
-
 def _kill_and_watch(cluster, victim, sample, returns: bool):
     """Kill `victim`; until the survivors are told to wait (an assignment with a delay), then
     check none of them took its tasks; restart it if `returns`. What was lost and the delay."""
@@ -243,7 +228,7 @@ def test_sessioned_workers_revoke_only_what_moves_and_wait_for_the_lost(tmp_path
             assert {after[t] for t in moved} == {cluster.workers[3].worker_id}
 
             # Killed, back within the delay: its tasks wait for it and go back to it.
-            victim = _follower_with_tasks(cluster, steps[-1]["sample"])
+            victim = cluster.follower_with_tasks(steps[-1]["sample"])
             began, gens = time.monotonic(), len(cluster.generations())
             lost, delay = _kill_and_watch(cluster, victim, steps[-1]["sample"], returns=True)
             assert 0 < delay <= MAX_DELAY_MS
@@ -252,7 +237,7 @@ def test_sessioned_workers_revoke_only_what_moves_and_wait_for_the_lost(tmp_path
             assert {steps[-1]["sample"].tasks[t] for t in lost} == {victim.worker_id}
 
             # Killed for good: its tasks go to the others only once the delay has run out.
-            victim = _follower_with_tasks(cluster, steps[-1]["sample"])
+            victim = cluster.follower_with_tasks(steps[-1]["sample"])
             began, gens = time.monotonic(), len(cluster.generations())
             lost, delay = _kill_and_watch(cluster, victim, steps[-1]["sample"], returns=False)
             told = time.monotonic()
