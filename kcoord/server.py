@@ -12,6 +12,7 @@ import asyncio
 import logging
 import struct
 import time
+import traceback
 
 from kcoord.api import RequestContext, registry
 from kcoord.admin.metrics import top_level_error
@@ -26,6 +27,8 @@ log = logging.getLogger("kcoord.server")
 
 # How long a closing connection may take to flush what it still has to send.
 CLOSE_GRACE_S = 1.0
+# How long the shutdown waits for cancelled connection tasks before it says which did not end.
+CLOSE_WAIT_S = 5.0
 
 
 class Connection:
@@ -63,7 +66,7 @@ class KafkaServer:
         self.acls = acls  # kcoord.security.acls.Authorizer when ACLs are on (--acls, --group-acls)
         self.limit_hits = self.limits.hits
         self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.Task] = set()
+        self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}  # each connection's task
         # Callables (connection, "request"|"response", payload) seeing every frame: traffic capture.
         self.frame_observers: list = []
         self.metrics = None  # kcoord.admin.metrics.Metrics, set by the app
@@ -84,16 +87,26 @@ class KafkaServer:
         for task in list(self._connections):
             task.cancel()
         if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+            # Bounded: a connection task that does not end on cancel must not hold the shutdown
+            # (and the coordinator's timers) forever; say where it was, for the bug report.
+            _, stuck = await asyncio.wait(set(self._connections), timeout=CLOSE_WAIT_S)
+            for task in stuck:
+                stack = task.get_stack()
+                frames = "".join(traceback.format_stack(stack[-1])) if stack else "?"
+                log.warning("a connection did not end %.0f s after the shutdown cancelled it; it was at:\n%s",
+                            CLOSE_WAIT_S, frames)
+                writer = self._connections.get(task)
+                if writer is not None:
+                    writer.transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
 
     async def _serve(self, reader, writer):
         task = asyncio.current_task()
-        self._connections.add(task)
+        self._connections[task] = writer
         conn = Connection(reader, writer)
         if not self.limits.admit(conn.host):
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             writer.transport.abort()
             return
         try:
@@ -105,7 +118,7 @@ class KafkaServer:
         except Exception:
             log.exception("closing %s after an internal error", conn)
         finally:
-            self._connections.discard(task)
+            self._connections.pop(task, None)
             self.limits.release(conn.host)
             writer.close()
             try:

@@ -137,9 +137,13 @@ class TopicStore:
     async def wait_appended(self, timeout_s: float) -> None:
         if self._appended is None:
             self._appended = asyncio.Event()
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation that
+        # lands as its timeout fires, and a Fetch long-poll that shrugged off the shutdown's
+        # cancel kept serving its consumer, holding a SIGTERM'd server open.
         try:
-            await asyncio.wait_for(self._appended.wait(), timeout_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(timeout_s):
+                await self._appended.wait()
+        except TimeoutError:
             pass
 
 

@@ -8,7 +8,7 @@ Connect system tests run; FileStreamSourceConnector makes one task whatever task
 * eager: 3 workers -> all 2 connectors + 8 tasks RUNNING over 3 workers; a 4th worker joins
   -> over 4; one stops (SIGTERM) -> over the 3 others; one is killed (SIGKILL) -> over the
   2 left, after the session timeout.
-* sessioned (incremental cooperative): 3 workers; a 4th joins -> only what moves to it is
+* compatible and sessioned (incremental cooperative): 3 workers; a 4th joins -> only what moves to it is
   revoked; a worker is killed -> its tasks stay unassigned for scheduled.rebalance.max.delay.ms
   and go back to it when it returns in time; another is killed and stays away -> its tasks
   are reassigned only after the delay.
@@ -210,13 +210,16 @@ def _kill_and_watch(cluster, victim, sample, returns: bool):
     return lost, max(a.delay for a in delayed)
 
 
-def test_sessioned_workers_revoke_only_what_moves_and_wait_for_the_lost(tmp_path, kafka):
+# KIP-415's incremental cooperative protocol, without (compatible, version 1) and with
+# (sessioned, version 2) the session keys of KIP-507: the same rounds on the group.
+@pytest.mark.parametrize("protocol,version", [("compatible", 1), ("sessioned", 2)])
+def test_cooperative_workers_revoke_only_what_moves_and_wait_for_the_lost(tmp_path, kafka, protocol, version):
     outcomes = {}
     for name, broker in _brokers(tmp_path, kafka):
-        with ConnectCluster(broker.bootstrap, protocol="sessioned", session_timeout_ms=SESSION_MS,
-                            max_delay_ms=MAX_DELAY_MS, workdir=tmp_path / f"sessioned-{name}") as cluster:
+        with ConnectCluster(broker.bootstrap, protocol=protocol, session_timeout_ms=SESSION_MS,
+                            max_delay_ms=MAX_DELAY_MS, workdir=tmp_path / f"{protocol}-{name}") as cluster:
             steps = [_step(cluster, "start 3", _start(cluster), workers=3)]
-            assert all(a.protocol_version == 2 for w in cluster.workers for a in w.assignments())
+            assert all(a.protocol_version == version for w in cluster.workers for a in w.assignments())
 
             # A 4th worker: only what moves to it is revoked, everything else keeps running.
             mark = _mark(cluster)
