@@ -13,8 +13,8 @@ Connect system tests run; FileStreamSourceConnector makes one task whatever task
   and go back to it when it returns in time; another is killed and stays away -> its tasks
   are reassigned only after the delay.
 
-What is compared between the brokers: the final assignment's shape (connectors and tasks
-per live worker, sorted), each task running on exactly one live worker, and the rebalance
+What is compared between the brokers: the assignment's balance (connectors per live worker
+and tasks per live worker, each sorted), each task running on exactly one live worker, and the rebalance
 rounds (generations the workers' logs say they joined) of each step; on each broker the
 workers' generations are checked against the broker's own account (kcoord's journal,
 Kafka's server log). Eager member ids are random, so which worker gets what differs.
@@ -107,6 +107,13 @@ def _shape(sample) -> list[tuple[int, int]]:
                   for wid in workers)
 
 
+def _balance(shape) -> tuple[list[int], list[int]]:
+    """Connectors per worker and tasks per worker, each sorted: what both brokers must agree on.
+    Which worker ends up with both a connector and the larger task share follows the order the
+    workers' joins reached the leader (seen to differ from one run to the next on either broker)."""
+    return sorted(c for c, _ in shape), sorted(t for _, t in shape)
+
+
 def _latest(cluster) -> dict[str, list[str]]:
     """Each live worker's tasks by its own log."""
     return {wid: sorted(tasks) for wid, (_, tasks) in cluster.held().items()}
@@ -173,7 +180,7 @@ def test_eager_workers_join_leave_and_die(tmp_path, kafka):
             outcomes[name] = steps
     _report(outcomes)
     for k, f in zip(outcomes["kcoord"], outcomes["kafka"]):
-        assert k["shape"] == f["shape"], (k["label"], k["shape"], f["shape"])
+        assert _balance(k["shape"]) == _balance(f["shape"]), (k["label"], k["shape"], f["shape"])
     assert [s["rounds"] for s in outcomes["kcoord"][1:]] == [s["rounds"] for s in outcomes["kafka"][1:]]
     # Membership changes take the same number of rounds (start-up's depend on when the
     # connectors' configs land, so only those after it are compared).
@@ -252,7 +259,7 @@ def test_cooperative_workers_revoke_only_what_moves_and_wait_for_the_lost(tmp_pa
             outcomes[name] = steps
     _report(outcomes)
     for k, f in zip(outcomes["kcoord"], outcomes["kafka"]):
-        assert k["shape"] == f["shape"], (k["label"], k["shape"], f["shape"])
+        assert _balance(k["shape"]) == _balance(f["shape"]), (k["label"], k["shape"], f["shape"])
     assert [s["rounds"] for s in outcomes["kcoord"][1:]] == [s["rounds"] for s in outcomes["kafka"][1:]]
 
 
@@ -286,7 +293,7 @@ def test_rolling_restart_of_every_worker(tmp_path, kafka):
             _check_rounds(broker, cluster)
             outcomes[name] = steps
     _report(outcomes)
-    assert outcomes["kcoord"][-1]["shape"] == outcomes["kafka"][-1]["shape"]
+    assert _balance(outcomes["kcoord"][-1]["shape"]) == _balance(outcomes["kafka"][-1]["shape"])
 
 
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from kcoord.testing.brokers import create_topic, end_offsets
+from kcoord.testing.brokers import KafkaHandle, create_topic, end_offsets
 
 
 BASE_TS = 1_700_000_000_000
@@ -179,7 +179,19 @@ def test_kafka_group_id_option(spark, broker_any):
     rows = make_rows(3, 6)
     produce(broker_any.bootstrap, topic, rows)
     group = _name("sk-gid-group")
-    got = read(spark, broker_any.bootstrap, subscribe=topic, **{"kafka.group.id": group})
+    try:
+        got = read(spark, broker_any.bootstrap, subscribe=topic, **{"kafka.group.id": group})
+    except Exception as err:  # noqa: BLE001 - Spark's Py4J error, kept for the message below
+        got = err
+    if isinstance(broker_any, KafkaHandle) and (isinstance(got, Exception) or set(got) != expected(rows)):
+        # Twice in six full runs against the reference Kafka (never on kcoord), this read saw
+        # nothing, or failed with "Could not read records in offset [0, 6)", though every record
+        # had been acknowledged and was in the log (docs/conformance.md): read once more, with a
+        # group id of its own, and the second read must be exact.
+        print(f"the reference Kafka's first read with kafka.group.id gave {got!r:.300}; reading again")
+        got = read(spark, broker_any.bootstrap, subscribe=topic, **{"kafka.group.id": _name("sk-gid-again")})
+    if isinstance(got, Exception):
+        raise got
     assert set(got) == expected(rows) and len(got) == len(rows)
 
 
