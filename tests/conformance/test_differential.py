@@ -214,12 +214,16 @@ def _differential(broker_pair, scenarios, clients):
           f"wall time {time.monotonic() - start:.0f}s")
     # A stock client's own timing (kafka-python rejoining once more as a follower, say) can
     # make one run of a client scenario differ although both brokers answered alike: a client
-    # row that differs is run once more, and only a difference that repeats fails the test.
-    # Raw rows are never rerun: their requests are the scenario's, not a client's.
+    # row that differs is run again, up to twice, and only a difference that every run shows
+    # fails the test (kafka-python's extra rejoin on the reference Kafka's side came back on a
+    # single rerun in a full run of 2026-11-24). Raw rows are never rerun: their requests are
+    # the scenario's, not a client's.
     for i, r in enumerate(results):
-        if r.client != "raw" and differential.unexpected([r], delay):
-            print(f"rerunning {r.scenario} [{r.client}] once: {r.summary}")
-            results[i] = differential.run_differential(kafka, kcoord, [r.client], [r.scenario])[0]
+        for attempt in (1, 2):
+            if r.client == "raw" or not differential.unexpected([r], delay):
+                break
+            print(f"rerunning {r.scenario} [{r.client}] ({attempt} of 2): {r.summary}")
+            r = results[i] = differential.run_differential(kafka, kcoord, [r.client], [r.scenario])[0]
     problems = differential.unexpected(results, delay)
     assert not problems, "\n\n".join(problems)
 
