@@ -40,7 +40,13 @@ def _name(stem: str) -> str:
     return f"{stem}-{uuid.uuid4().hex[:8]}"
 
 
+# The reference Kafka's bootstraps seen by this module's tests (see read()).
+_KAFKA_BOOTSTRAPS: set[str] = set()
+
+
 def _topic(broker, stem: str, partitions: int = 3) -> str:
+    if isinstance(broker, KafkaHandle):
+        _KAFKA_BOOTSTRAPS.add(broker.bootstrap)
     topic = _name(stem)
     create_topic(broker.bootstrap, topic, partitions)
     return topic
@@ -104,7 +110,16 @@ def read(spark, bootstrap: str, **options):
     reader = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
     for key, value in options.items():
         reader = reader.option(key, value if isinstance(value, str) else json.dumps(value))
-    return rows_of(reader.load())
+    try:
+        return rows_of(reader.load())
+    except Exception as err:  # noqa: BLE001 - Spark's Py4J error
+        # On the reference Kafka only (never on kcoord), Spark's executors now and then found
+        # records of the log "not available any more" (a few times in many full runs,
+        # docs/conformance.md, footnote 2): that read is done once more, and must then succeed.
+        if bootstrap not in _KAFKA_BOOTSTRAPS or "Some data may have been lost" not in str(err):
+            raise
+        print(f"the reference Kafka's read failed ({str(err)[:200]}); reading again")
+        return rows_of(reader.load())
 
 
 # ---- batch reads ----
