@@ -157,6 +157,21 @@ def test_a_killed_member_is_dropped_after_the_session_timeout(broker_any, client
 # ---------------------------------------------------------------- static membership
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_static_member_restarted_within_the_session_keeps_its_partitions(broker_any, client):
+    # The new process must be back within the 6 s session: a JVM started while the full suite
+    # loads both cores can take longer, and then the member is rightly dropped. Such a run
+    # proves nothing about a restart within the session, so it is done again (twice at most).
+    slow = []
+    for _ in range(3):
+        took = _static_restart(broker_any, client)
+        if took is None:
+            return
+        slow.append(round(took, 1))
+    raise AssertionError(f"the restarted member never came back within the {SESSION_S} s session: {slow} s")
+
+
+def _static_restart(broker_any, client) -> float | None:
+    """None when the restarted member came back within the session and kept everything;
+    how long it took when it did not come back in time."""
     group, topic = _names("cp-static")
     create_topic(broker_any.bootstrap, topic, PARTITIONS)
     members = [Member(client, broker_any.bootstrap, topic, group, group_protocol="consumer", instance_id=f"inst-{i}")
@@ -167,17 +182,22 @@ def test_a_static_member_restarted_within_the_session_keeps_its_partitions(broke
         epochs = {m["instance_id"]: m["member_epoch"] for m in before.members}
         marks = [len(m.events) for m in members]
         members[0].stop()  # a static member's close: a heartbeat with epoch -2, it stays in the group
+        left_at = time.monotonic()
         left = describe(broker_any.bootstrap, group)
         assert left.size == 2 and left.group_epoch == before.group_epoch
         members[0] = Member(client, broker_any.bootstrap, topic, group, group_protocol="consumer",
                             instance_id="inst-0")
         members[0].wait_event("assigned", timeout=60)
+        took = time.monotonic() - left_at
+        if took > SESSION_S - 1:
+            return took
         after = _settled(broker_any, group, 2)
         now = _wait_cover(members)
         assert sorted(now[0]) == sorted(owned[0]) and now[1] == owned[1]
         assert _revocations_after(members[1], marks[1]) == []
         assert after.group_epoch == before.group_epoch  # no new group epoch, nobody else's epoch moves
         assert {m["instance_id"]: m["member_epoch"] for m in after.members} == epochs
+        return None
     finally:
         _stop(members)
 
