@@ -647,7 +647,10 @@ class ConsumerProtocol:
                     "subscribed_topic_names": sorted(m.subscribed_topic_names),
                     # "" rather than null without a regex, as Kafka describes its members.
                     "subscribed_topic_regex": m.subscribed_topic_regex or "",
-                    "assignment": assignment(m.assigned),
+                    # Kafka counts partitions pending revocation as the member's until it has
+                    # given them up.
+                    "assignment": assignment({t: {*m.assigned.get(t, ()), *m.pending_revocation.get(t, ())}
+                                              for t in {*m.assigned, *m.pending_revocation}}),
                     "target_assignment": assignment(group.target.get(m.member_id, {}))}
                    for m in group.members.values()]
         return ConsumerGroupDescription(group_id, ErrorCode.NONE, None, str(group.state), group.group_epoch,

@@ -332,6 +332,18 @@ def test_subscription_change_revokes_what_is_no_longer_subscribed():
 
 
 # ------------------------------------------------------------------ describe, list, delete, offsets
+def test_describe_counts_partitions_pending_revocation_as_the_members_own():
+    # As Kafka's ConsumerGroupMember does: until m1 has given up 1 and 3 they are still its own.
+    h = ConsumerHarness()
+    h.hb("m1", 0)
+    h.hb("m2", 0)
+    h.hb("m1", 2, owned={"t": [0, 1, 2, 3]}, partial=True)   # told to revoke 1, 3
+    d = h.c.consumer_group_describe("g")
+    mine = {m["member_id"]: ([a["partitions"] for a in m["assignment"]],
+                             [a["partitions"] for a in m["target_assignment"]]) for m in d.members}
+    assert mine == {"m1": ([[0, 1, 2, 3]], [[0, 2]]), "m2": ([], [[1, 3]])}
+
+
 def test_describe_list_and_delete():
     h = ConsumerHarness()
     two_members_stable(h)
