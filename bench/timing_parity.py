@@ -11,6 +11,10 @@ starts to the moment the stock clients' own rebalance callbacks show the outcome
 
   * join N:    N member processes start together -> every partition of a 16-partition topic
                owned by exactly one member and every member owns some (N = 16 owns one each);
+  * join N, consumer protocol: the same with group.protocol=consumer (KIP-848; java4 and
+               confluent only), the brokers' consumer-protocol configs at Kafka's defaults
+               (5 s heartbeat interval, assignment interval 1 s), the topic first known to
+               the group coordinator (kcoord.testing.consumer_groups.create_topic);
   * static restart: a static member (session 10 s) is killed and started again with its
                instance id -> it owns its partitions again (no rebalance on either broker);
   * crash:     one of two members is killed (session 6 s) -> the survivor owns everything;
@@ -38,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rebalance import _local_process  # noqa: E402
 
 from kcoord.conformance.client_scenarios import _owned, _settle, _stop_all, _wait  # noqa: E402
-from kcoord.conformance.members import Member  # noqa: E402
+from kcoord.conformance.members import CONSUMER_PROTOCOL_CLIENTS, Member  # noqa: E402
 
 PARTITIONS = 16
 TIMEOUT = 120.0
@@ -81,11 +85,17 @@ def _complete(members: list[Member]) -> bool:
     return all(owned) and sorted(flat) == list(range(PARTITIONS))
 
 
-def join_n(bootstrap: str, client: str, n: int) -> float:
+def join_n(bootstrap: str, client: str, n: int, group_protocol: str = "classic") -> float:
     topic, group = _names(f"join{n}")
-    _create_topic(bootstrap, topic)
+    if group_protocol == "consumer":
+        from kcoord.testing.consumer_groups import create_topic
+
+        create_topic(bootstrap, topic, PARTITIONS)
+    else:
+        _create_topic(bootstrap, topic)
     start = time.monotonic()
-    members = [Member(client, bootstrap, topic, group, session_ms=10000) for _ in range(n)]
+    members = [Member(client, bootstrap, topic, group, session_ms=10000, group_protocol=group_protocol)
+               for _ in range(n)]
     try:
         if not _wait(lambda: _complete(members), TIMEOUT):
             return float("nan")
@@ -136,6 +146,8 @@ def measurements(clients, sizes):
     for client in clients:
         for n in sizes:
             yield f"join {n}", client, lambda b, c=client, n=n: join_n(b, c, n)
+            if client in CONSUMER_PROTOCOL_CLIENTS:
+                yield f"join {n}, consumer protocol", client, lambda b, c=client, n=n: join_n(b, c, n, "consumer")
         yield "static restart", client, lambda b, c=client: static_restart(b, c)
         yield "crash (session 6 s)", client, lambda b, c=client: survivor_takes_all(b, c, "crash")
         yield "leave", client, lambda b, c=client: survivor_takes_all(b, c, "leave")
@@ -148,7 +160,7 @@ def _median(values):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--clients", default="kafka-python,aiokafka,confluent,java")
+    ap.add_argument("--clients", default="kafka-python,aiokafka,confluent,java,java4")
     ap.add_argument("--members", default="1,4,16")
     ap.add_argument("--delays", default="0,3000")
     ap.add_argument("--repeat", type=int, default=3)
@@ -189,7 +201,7 @@ def _print_row(row) -> None:
     k, c = row["kafka_s"], row["kcoord_s"]
     diff = c - k
     flag = "*" if abs(diff) > 0.2 and abs(diff) > 0.1 * max(k, 1e-9) else " "
-    print(f"{row['delay_ms']:>5} ms  {row['scenario']:<22} {row['client']:<13} kafka {k:7.2f}s  "
+    print(f"{row['delay_ms']:>5} ms  {row['scenario']:<32} {row['client']:<13} kafka {k:7.2f}s  "
           f"kcoord {c:7.2f}s  {diff:+6.2f}s {flag}", flush=True)
 
 

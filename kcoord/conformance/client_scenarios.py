@@ -8,7 +8,7 @@ import time
 import uuid
 
 from kcoord.conformance import raw_scenarios
-from kcoord.conformance.members import Member
+from kcoord.conformance.members import CONSUMER_PROTOCOL_CLIENTS, Member
 from kcoord.conformance.raw_scenarios import Outcome
 from kcoord.conformance.rawclient import RawConnection, parse_bootstrap
 
@@ -43,6 +43,24 @@ def _topic(bootstrap: str, name: str) -> str:
         return topic, PARTITIONS
     except raw_scenarios.Unsupported:
         return topic, asyncio.run(auto_create())
+
+
+def _consumer_protocol_topic(bootstrap: str, name: str) -> tuple[str, int]:
+    """A topic for consumer-protocol members, once the group coordinator assigns all of it, so
+    that no first epoch goes by with nothing (kcoord.conformance.consumer_protocol_scenarios)."""
+    from kcoord.conformance.consumer_protocol_scenarios import ready_topic
+
+    host, port = parse_bootstrap(bootstrap)
+
+    async def create():
+        broker = raw_scenarios.Broker(host, port)
+        await broker.probe()
+        return await ready_topic(broker, PARTITIONS, f"kcoord-check-{name}-{uuid.uuid4().hex[:8]}")
+
+    try:
+        return asyncio.run(create()), PARTITIONS
+    except raw_scenarios.Unsupported:
+        return _topic(bootstrap, name)
 
 
 def _owned(member: Member) -> set[int]:
@@ -171,9 +189,105 @@ def _static_restart(bootstrap: str, client: str, restart_leader: bool) -> Outcom
         _stop_all(*(m for m in (a, b, restarted) if m is not None))
 
 
+# ------------------------------------------------------------------ the consumer group protocol (KIP-848)
+def _no_consumer_protocol(client: str) -> Outcome | None:
+    if client in CONSUMER_PROTOCOL_CLIENTS:
+        return None
+    return Outcome(True, f"{client} has no group.protocol=consumer",
+                   f"clients with it: {', '.join(CONSUMER_PROTOCOL_CLIENTS)}", skipped=True)
+
+
+def _revoked_after(member: Member, mark: int) -> list[int]:
+    return sorted(p for e in member.events[mark:] if e["event"] == "revoked" for p in e["partitions"])
+
+
+def kip848_consume_in_group(bootstrap: str, client: str) -> Outcome:
+    """A group.protocol=consumer member alone in its group is given every partition."""
+    if skipped := _no_consumer_protocol(client):
+        return skipped
+    topic, n = _consumer_protocol_topic(bootstrap, "cpjoin")
+    m = Member(client, bootstrap, topic, f"kcoord-check-cpjoin-{uuid.uuid4().hex[:8]}", group_protocol="consumer")
+    try:
+        ok = _wait(lambda: _owned(m) == set(range(n)))
+        _settle(m)  # the OffsetFetch that follows the assignment, in every run's transcript
+        return Outcome(ok, f"owns {sorted(_owned(m))}", f"owns {list(range(n))}")
+    finally:
+        _stop_all(m)
+
+
+def kip848_leave_one(bootstrap: str, client: str) -> Outcome:
+    """Two group.protocol=consumer members share the topic; one closes (epoch -1): the other is
+    given the rest without giving up anything it had (no stop-the-world revocation)."""
+    if skipped := _no_consumer_protocol(client):
+        return skipped
+    topic, n = _consumer_protocol_topic(bootstrap, "cpleave")
+    group = f"kcoord-check-cpleave-{uuid.uuid4().hex[:8]}"
+    a = Member(client, bootstrap, topic, group, group_protocol="consumer")
+    b = None
+    try:
+        if not _wait(lambda: _owned(a) == set(range(n))):
+            return Outcome(False, f"a lone member owns {sorted(_owned(a))}", f"a lone member owns {list(range(n))}")
+        _settle(a)
+        b = Member(client, bootstrap, topic, group, group_protocol="consumer")
+        both = _wait(lambda: _owned(a) | _owned(b) == set(range(n)) and not _owned(a) & _owned(b)
+                     and _owned(a) and _owned(b))
+        if not both:
+            return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
+                           "both members own partitions")
+        _settle(a, b)
+        mark = len(a.events)
+        b.stop()
+        took_all = _wait(lambda: _owned(a) == set(range(n)))
+        time.sleep(1)
+        revoked = _revoked_after(a, mark)
+        ok = took_all and not revoked
+        return Outcome(ok, f"remaining owns {sorted(_owned(a))}, gave up {revoked or 'nothing'}",
+                       f"remaining owns {list(range(n))}, gave up nothing")
+    finally:
+        _stop_all(*(m for m in (a, b) if m is not None))
+
+
+def kip848_static_restart(bootstrap: str, client: str) -> Outcome:
+    """A static group.protocol=consumer member closes (epoch -2: it keeps its place) and a new
+    process with its instance id comes back within the session: it is given the same
+    partitions, and the other member neither gives up nor gains anything."""
+    if skipped := _no_consumer_protocol(client):
+        return skipped
+    topic, n = _consumer_protocol_topic(bootstrap, "cpstatic")
+    group = f"kcoord-check-cpstatic-{uuid.uuid4().hex[:8]}"
+    a = Member(client, bootstrap, topic, group, group_protocol="consumer", instance_id="check-a")
+    b = restarted = None
+    try:
+        if not _wait(lambda: _owned(a) == set(range(n))):
+            return Outcome(False, f"a lone member owns {sorted(_owned(a))}", f"a lone member owns {list(range(n))}")
+        _settle(a)
+        b = Member(client, bootstrap, topic, group, group_protocol="consumer", instance_id="check-b")
+        both = _wait(lambda: _owned(a) | _owned(b) == set(range(n)) and not _owned(a) & _owned(b)
+                     and _owned(a) and _owned(b))
+        if not both:
+            return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
+                           "both members own partitions")
+        _settle(a, b)
+        before = sorted(_owned(b))
+        mark = len(a.events)
+        b.stop()
+        restarted = Member(client, bootstrap, topic, group, group_protocol="consumer", instance_id="check-b")
+        back = _wait(lambda: _owned(restarted) == set(before))
+        time.sleep(2)  # a change the restart wrongly caused would reach the other member by now
+        moves = [e["event"] for e in a.events[mark:] if e["event"] in ("assigned", "revoked") and e["partitions"]]
+        ok = back and not moves
+        return Outcome(ok, f"restarted owns {sorted(_owned(restarted))}, other saw {moves or 'nothing'}",
+                       f"restarted owns {before}, other saw nothing")
+    finally:
+        _stop_all(*(m for m in (a, b, restarted) if m is not None))
+
+
 SCENARIOS = {
     "client:consume-in-group": consume_in_group,
     "client:leave-one-rebalance": leave_one_rebalance,
     "client:static-restart-no-rebalance": static_restart,
     "client:static-leader-restart-no-rebalance": static_leader_restart,
+    "client:kip848-consume-in-group": kip848_consume_in_group,
+    "client:kip848-leave-one": kip848_leave_one,
+    "client:kip848-static-restart": kip848_static_restart,
 }

@@ -561,3 +561,9 @@ SCENARIOS = {
     "offset-commit-errors": offset_commit_errors,
     "leave-group": leave_group,
 }
+
+# The consumer group protocol's scenarios (KIP-848) live in a module of their own; it builds
+# on this one's Broker and Outcome, so it is imported last.
+from kcoord.conformance.consumer_protocol_scenarios import SCENARIOS as _CONSUMER_PROTOCOL  # noqa: E402
+
+SCENARIOS.update(_CONSUMER_PROTOCOL)

@@ -12,6 +12,11 @@ from wire import codec
 from wire.framing import encode_frame, read_frame
 
 
+# The client id of connections that only prepare a scenario (a topic that must first reach the
+# group coordinator): transcripts leave their traffic out (kcoord.conformance.transcript).
+SETUP_CLIENT_ID = "kcoord-check-setup"
+
+
 class RawConnection:
     def __init__(self, host: str, port: int, client_id: str = "kcoord-check"):
         self.host, self.port, self.client_id = host, port, client_id

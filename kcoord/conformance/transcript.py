@@ -29,13 +29,16 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from kcoord.conformance.rawclient import SETUP_CLIENT_ID
 from kcoord.conformance.recorder import bytes_of
 from wire import codec
 
 FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH_OFFSETS = 10, 11, 14, 12, 13, 8, 9
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS = 15, 16, 42, 18
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 GROUP_APIS = frozenset({FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH_OFFSETS,
-                        DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS})
+                        DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS,
+                        CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE})
 # APIs whose requests are sent on a timer: count and interleaving are timing.
 PERIODIC_APIS = frozenset({HEARTBEAT, COMMIT})
 
@@ -119,7 +122,14 @@ def _member_ids(exchanges: list[dict]) -> list[str]:
 
     for ex in exchanges:
         resp, key = ex.get("response") or {}, ex.get("api_key")
-        if key == JOIN:
+        if key == CONSUMER_GROUP_HEARTBEAT:  # from v1 the member makes its own id
+            add((ex.get("request") or {}).get("member_id"))
+            add(resp.get("member_id"))
+        elif key == CONSUMER_GROUP_DESCRIBE:
+            for g in resp.get("groups") or []:
+                for m in g.get("members") or []:
+                    add(m.get("member_id"))
+        elif key == JOIN:
             add(resp.get("member_id"))
             add(resp.get("leader"))
             for m in resp.get("members") or []:
@@ -217,7 +227,8 @@ class Normalised:
 
 
 def normalise(exchanges: list[dict], loose: bool = False) -> Normalised:
-    exchanges = [json.loads(json.dumps(e)) for e in sorted(exchanges, key=lambda e: e["seq"])]
+    exchanges = [json.loads(json.dumps(e)) for e in sorted(exchanges, key=lambda e: e["seq"])
+                 if e.get("client_id") != SETUP_CLIENT_ID]
     _decode_consumer_fields(exchanges)
     renamer = _Renamer(exchanges)
     by_conn: dict[int, list[dict]] = {}
@@ -273,6 +284,13 @@ def _exchange(ex: dict, renamer: _Renamer, loose: bool) -> dict:
 def _collapse(items: list[dict]) -> list[dict]:
     out: list[dict] = []
     run: list[dict] = []
+    # A consumer-protocol member heartbeats on a timer and learns of every change from the
+    # answer: how many heartbeats carry one state, and whether its OffsetFetch comes before or
+    # after the heartbeat that acknowledges its first assignment, is timing; the states it went
+    # through are not. All of a connection's ConsumerGroupHeartbeats are one item, where the
+    # first was: the set of its distinct exchanges, compared in full (unlike a classic
+    # heartbeat, a successful one says something: the epoch and the assignment).
+    heartbeats = {json.dumps(i, sort_keys=True): i for i in items if i["api"] == "ConsumerGroupHeartbeat"}
 
     def flush():
         if run:
@@ -285,6 +303,11 @@ def _collapse(items: list[dict]) -> list[dict]:
             run.append(item)
             continue
         flush()
+        if item["api"] == "ConsumerGroupHeartbeat":
+            if heartbeats:
+                out.append({"api": "heartbeats", "distinct": [heartbeats[k] for k in sorted(heartbeats)]})
+                heartbeats = {}
+            continue
         if out and out[-1] == item:
             continue
         out.append(item)
@@ -355,11 +378,12 @@ def _diff(a, b, path: str):
 
 def one_line(item: dict) -> str:
     """An exchange for a human: api, version and its telling fields."""
-    if item.get("api") == "periodic":
-        return "periodic{" + ", ".join(one_line(i) for i in item["distinct"]) + "}"
+    if item.get("api") in ("periodic", "heartbeats"):
+        return item["api"] + "{" + ", ".join(one_line(i) for i in item["distinct"]) + "}"
     resp = item.get("response") or {}
     bits = [f"{item.get('api')} v{item.get('version')}"]
-    for k in ("error_code", "generation_id", "leader", "member_id", "protocol_name", "skip_assignment"):
+    for k in ("error_code", "generation_id", "leader", "member_id", "member_epoch", "protocol_name",
+              "skip_assignment"):
         if isinstance(resp, dict) and k in resp:
             bits.append(f"{k}={resp[k]}")
     if isinstance(resp, dict) and isinstance(resp.get("members"), list):

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from kcoord.conformance import differential, transcript
+from kcoord.conformance.members import CONSUMER_PROTOCOL_CLIENTS
 from kcoord.conformance.recorder import ProxyThread, Transcript, jsonable
 from wire import codec
 
@@ -153,6 +154,41 @@ def test_a_missing_non_group_api_version_is_a_divergence_but_its_count_is_not():
 
 
 # ---------------------------------------------------------------- the proxy with a real client
+def consumer_protocol_run(member_id: str, group: str, steady: int, fetch_after: int, epoch: int = 2) -> list[dict]:
+    """A consumer-protocol member's coordinator connection: a join, `steady` acknowledging
+    heartbeats, an OffsetFetch after the `fetch_after`-th heartbeat, a leave."""
+    def hb(member_epoch, answer_epoch, assignment):
+        e = ex(2, FIND, 1, {"group_id": group, "member_id": member_id, "member_epoch": member_epoch},
+               {"error_code": 0, "member_id": member_id, "member_epoch": answer_epoch, "assignment": assignment})
+        e.update(api="ConsumerGroupHeartbeat", api_key=68)
+        return e
+
+    beats = [hb(0, epoch, {"topic_partitions": [{"topic_id": "x", "partitions": [0, 1]}]})]
+    beats += [hb(epoch, epoch, None) for _ in range(steady)] + [hb(-1, -1, None)]
+    fetch = ex(2, FIND, 9, {"group_id": group}, {"error_code": 0})
+    fetch.update(api="OffsetFetch", api_key=9)
+    return beats[:fetch_after] + [fetch] + beats[fetch_after:]
+
+
+def test_consumer_protocol_heartbeats_compare_as_the_states_they_went_through():
+    # How many steady heartbeats, and where the OffsetFetch fell among them, is timing.
+    kafka = consumer_protocol_run("m-aaaa", "kcoord-check-x-00000001", steady=4, fetch_after=1)
+    kcoord = consumer_protocol_run("m-bbbb", "kcoord-check-x-00000002", steady=1, fetch_after=2)
+    assert transcript.compare(kafka, kcoord).verdict == "identical"
+    # A different epoch in any answer is not.
+    other = consumer_protocol_run("m-bbbb", "kcoord-check-x-00000002", steady=1, fetch_after=2, epoch=3)
+    d = transcript.compare(kafka, other).divergence
+    assert d is not None and d.path.startswith("distinct") and "member_epoch" in d.path
+
+
+def test_setup_connections_are_left_out():
+    kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001")
+    kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002")
+    kcoord.append(ex(9, JOIN, 5, {"group_id": "kcoord-topic-ready-x", "member_id": ""}, {"error_code": 79},
+                     client="kcoord-check-setup"))
+    assert transcript.compare(kafka, kcoord).verdict == "identical"
+
+
 def test_proxy_records_a_kafka_python_consumer_and_keeps_it_on_the_proxy(kcoord_server):
     from kafka import KafkaConsumer, KafkaProducer
 
@@ -236,7 +272,9 @@ def test_raw_scenarios_kcoord_vs_kafka(broker_pair):
 
 CLIENT_ROWS = [(s, c) for s in ("client:consume-in-group", "client:leave-one-rebalance",
                                 "client:static-restart-no-rebalance", "client:static-leader-restart-no-rebalance")
-               for c in CLIENTS]
+               for c in CLIENTS] + [
+    (s, c) for s in ("client:kip848-consume-in-group", "client:kip848-leave-one", "client:kip848-static-restart")
+    for c in CONSUMER_PROTOCOL_CLIENTS]
 
 
 @pytest.mark.parametrize("scenario", sorted({s for s, _ in CLIENT_ROWS}))
