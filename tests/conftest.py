@@ -56,7 +56,6 @@ ESTIMATES = {
     "tests/integration/test_group_lifecycle.py::test_a_million_unknown_group_ids_leave_nothing_behind": 425,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
     "tests/conformance/test_check_kcoord.py::test_kcoord_check_passes_against_kcoord": 127,
-    "tests/integration/test_group_scenarios.py::test_duplicate_instance_id_fences_the_older_member[aiokafka]": 126,
     "tests/integration/test_group_scenarios.py::test_sixteen_members[java": 54,
     "tests/integration/test_reference_kafka.py::test_an_": 48,  # start and stop brokers of their own
     "tests/integration/test_durable_state.py::test_kill_9_twenty_times": 37,
