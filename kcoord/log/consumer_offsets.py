@@ -290,6 +290,7 @@ def decode_records(blob: bytes) -> Iterable[tuple[int, dict]]:
 
 CONSUMER_GROUP_METADATA, CONSUMER_MEMBER_METADATA = 3, 5
 CONSUMER_TARGET_METADATA, CONSUMER_TARGET_MEMBER, CONSUMER_CURRENT_ASSIGNMENT = 6, 7, 8
+CONSUMER_REGULAR_EXPRESSION = 16
 _MEMBER_STATE = {"stable": 0, "unrevoked_partitions": 1, "unreleased_partitions": 2, "unknown": 127}
 _NO_TAGS = b"\x00"
 
@@ -312,7 +313,15 @@ def _int32s(values) -> bytes:
 
 
 def _consumer_key(kind: int, group: str, member: str | None = None) -> bytes:
+    # `member` is the second string of the key: a member id, or (type 16) a regular expression.
     return struct.pack(">h", kind) + _str(group) + (b"" if member is None else _str(member))
+
+
+def _regex_value(topics, timestamp_ms: int) -> bytes:
+    # Version is the metadata image offset the regex was resolved against in Kafka; kcoord has
+    # no metadata log, and writes 0 (docs/deviations.md).
+    return struct.pack(">h", 0) + _carray([_cstr(t) for t in sorted(topics)]) + struct.pack(">qq", 0, timestamp_ms) \
+        + _NO_TAGS
 
 
 def _topic_partitions(parts: dict, with_epochs: bool, as_listed: bool = False) -> bytes:
@@ -342,6 +351,10 @@ def consumer_group_records(value: dict | None, group_id: str, previous: dict | N
         out += [(_consumer_key(CONSUMER_CURRENT_ASSIGNMENT, group_id, member_id), None),
                 (_consumer_key(CONSUMER_TARGET_MEMBER, group_id, member_id), None),
                 (_consumer_key(CONSUMER_MEMBER_METADATA, group_id, member_id), None)]
+    regexes = (value or {}).get("resolved_regexes", {})
+    for regex in (previous or {}).get("resolved_regexes", {}):
+        if regex not in regexes:  # no member subscribes to it any more
+            out.append((_consumer_key(CONSUMER_REGULAR_EXPRESSION, group_id, regex), None))
     if value is None:
         return out + [(_consumer_key(CONSUMER_TARGET_METADATA, group_id), None),
                       (_consumer_key(CONSUMER_GROUP_METADATA, group_id), None)]
@@ -352,6 +365,10 @@ def consumer_group_records(value: dict | None, group_id: str, previous: dict | N
                     + _cstr(m["client_host"] or "") + _carray([_cstr(n) for n in m["subscribed_topic_names"]])
                     + _cnullable(m["subscribed_topic_regex"]) + struct.pack(">i", m["rebalance_timeout_ms"])
                     + _cnullable(m["server_assignor"]) + _NO_TAGS))
+    # As in Kafka, a resolution's records come before the group epoch it bumps.
+    for regex, topics in sorted(regexes.items()):
+        out.append((_consumer_key(CONSUMER_REGULAR_EXPRESSION, group_id, regex),
+                    _regex_value(topics, value.get("regex_refresh_ms", 0))))
     out.append((_consumer_key(CONSUMER_GROUP_METADATA, group_id),
                 v0 + struct.pack(">i", value["group_epoch"]) + _NO_TAGS))
     for member_id, parts in value["target"].items():

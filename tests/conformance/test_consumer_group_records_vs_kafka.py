@@ -1,4 +1,4 @@
-"""kcoord's consumer group records in __consumer_offsets (KIP-848: record types 3, 5, 6, 7, 8)
+"""kcoord's consumer group records in __consumer_offsets (KIP-848: record types 3, 5, 6, 7, 8, 16)
 read back by Kafka 4.3.1's own generated record classes: every record parses exactly, and
 says what the coordinator holds."""
 import hashlib
@@ -31,6 +31,7 @@ def test_kafka_reads_kcoords_consumer_group_records():
     h = ConsumerHarness(Topics(t=4, u=2))
     h.hb("m1", 0, topics=("t", "u"), instance="i-1", rack="r1", assignor="range")
     h.hb("m2", 0, topics=("t",), regex="u.*")
+    h.advance(0)  # the regex resolved in the background
     h.hb("m1", 2, owned={"t": [0, 1, 2, 3], "u": [0, 1]}, partial=True, instance="i-1")  # revoking
     first = snapshot(h.group())
     h.hb("m2", -1, owned=None, partial=True)
@@ -47,6 +48,10 @@ def test_kafka_reads_kcoords_consumer_group_records():
     assert any(line.startswith("ConsumerGroupCurrentMemberAssignmentKey(groupId='g', memberId='m1')")
                and f"memberEpoch={first['members'][0]['member_epoch']}" in line and "state=1" in line
                for line in lines), (m1, lines)
+    # m2's regex, resolved: its topics; with m2 gone nobody subscribes to it, and it is tombstoned.
+    assert any(line.startswith("ConsumerGroupRegularExpressionKey(groupId='g', regularExpression='u.*') ")
+               and "(topics=[u], version=0, timestamp=" in line for line in lines), lines
+    assert "ConsumerGroupRegularExpressionKey(groupId='g', regularExpression='u.*') -" in lines
     # m2 left: its three records are tombstoned; the deleted group's metadata records too.
     assert "ConsumerGroupCurrentMemberAssignmentKey(groupId='g', memberId='m2') -" in lines
     assert lines[-2:] == ["ConsumerGroupTargetAssignmentMetadataKey(groupId='g') -", "ConsumerGroupMetadataKey(groupId='g') -"]

@@ -26,6 +26,7 @@ public class KcoordConsumerGroupRecords {
             case 6: return new ConsumerGroupTargetAssignmentMetadataKey(in, (short) 0);
             case 7: return new ConsumerGroupTargetAssignmentMemberKey(in, (short) 0);
             case 8: return new ConsumerGroupCurrentMemberAssignmentKey(in, (short) 0);
+            case 16: return new ConsumerGroupRegularExpressionKey(in, (short) 0);
             default: throw new IllegalArgumentException("record type " + type);
         }
     }
@@ -37,6 +38,7 @@ public class KcoordConsumerGroupRecords {
             case 6: return new ConsumerGroupTargetAssignmentMetadataValue(in, version);
             case 7: return new ConsumerGroupTargetAssignmentMemberValue(in, version);
             case 8: return new ConsumerGroupCurrentMemberAssignmentValue(in, version);
+            case 16: return new ConsumerGroupRegularExpressionValue(in, version);
             default: throw new IllegalArgumentException("record type " + type);
         }
     }

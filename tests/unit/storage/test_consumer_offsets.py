@@ -140,3 +140,13 @@ def test_consumer_group_records_in_kafkas_schemas():
     deleted = consumer_group_records(None, "g", value)
     assert [(struct.unpack(">h", k[:2])[0], v) for k, v in deleted] == [(8, None), (7, None), (5, None),
                                                                          (6, None), (3, None)]
+    # A resolved regex (type 16): its topics, version 0 and when it was resolved, before the
+    # group's epoch record; tombstoned once nobody subscribes to it.
+    with_regex = dict(value, resolved_regexes={"t.*": ["t"]}, regex_refresh_ms=1234)
+    records = consumer_group_records(with_regex, "g", value)
+    assert [struct.unpack(">h", k[:2])[0] for k, _ in records] == [5, 16, 3, 7, 6, 8]
+    key, regex_value = records[1]
+    assert key == b"\x00\x10\x00\x01g\x00\x03t.*"
+    assert regex_value == b"\x00\x00" + b"\x02\x02t" + struct.pack(">qq", 0, 1234) + b"\x00"
+    gone = consumer_group_records(value, "g", with_regex)
+    assert (gone[0][0], gone[0][1]) == (key, None)
