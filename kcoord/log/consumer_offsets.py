@@ -329,6 +329,17 @@ def _topic_partitions(parts: dict, with_epochs: bool, as_listed: bool = False) -
     return _carray(items)
 
 
+def _classic_member_tags(classic: dict | None) -> bytes:
+    """Tag 0 of type 5, ClassicMemberMetadata (a member speaking JoinGroup/SyncGroup in a consumer
+    group): a nullable struct, present as 1 then SessionTimeoutMs and SupportedProtocols."""
+    if classic is None:
+        return _NO_TAGS
+    protocols = [_cstr(name) + _uvarint(len(meta) + 1) + meta + _NO_TAGS
+                 for name, meta in ((n, base64.b64decode(m)) for n, m in classic["protocols"])]
+    struct_bytes = b"\x01" + struct.pack(">i", classic["session_timeout_ms"]) + _carray(protocols) + _NO_TAGS
+    return _uvarint(1) + _uvarint(0) + _uvarint(len(struct_bytes)) + struct_bytes
+
+
 def consumer_group_records(value: dict | None, group_id: str, previous: dict | None) -> list[tuple[bytes, bytes | None]]:
     """Kafka's records for one consumer group snapshot (None: the group was deleted); `previous`:
     the snapshot written before, whose members no longer present get tombstones."""
@@ -351,7 +362,7 @@ def consumer_group_records(value: dict | None, group_id: str, previous: dict | N
                     v0 + _cnullable(m["instance_id"]) + _cnullable(m["rack_id"]) + _cstr(m["client_id"] or "")
                     + _cstr(m["client_host"] or "") + _carray([_cstr(n) for n in m["subscribed_topic_names"]])
                     + _cnullable(m["subscribed_topic_regex"]) + struct.pack(">i", m["rebalance_timeout_ms"])
-                    + _cnullable(m["server_assignor"]) + _NO_TAGS))
+                    + _cnullable(m["server_assignor"]) + _classic_member_tags(m.get("classic"))))
     out.append((_consumer_key(CONSUMER_GROUP_METADATA, group_id),
                 v0 + struct.pack(">i", value["group_epoch"]) + _NO_TAGS))
     for member_id, parts in value["target"].items():
@@ -425,6 +436,9 @@ class OffsetsTopic:
                 previous = written[record.group_id] if record.group_id in written \
                     else self._consumer_groups.get(record.group_id)
                 index = self.partition_for(record.group_id, topic)
+                if record.replaces_classic:
+                    # The classic group of this id ends here (its offsets stay), as Kafka writes it.
+                    grouped.setdefault(index, []).append((group_metadata_key(record.group_id), None, now))
                 for key, value in consumer_group_records(record.value, record.group_id, previous):
                     grouped.setdefault(index, []).append((key, value, now))
                 written[record.group_id] = record.value
