@@ -28,7 +28,9 @@ non-flexible (group string, then member string where there is one):
     type 3  ConsumerGroupMetadata          Epoch int32 (tag 0 MetadataHash: not written)
     type 5  ConsumerGroupMemberMetadata    InstanceId?, RackId?, ClientId, ClientHost,
                                            SubscribedTopicNames [], SubscribedTopicRegex?,
-                                           RebalanceTimeoutMs int32, ServerAssignor?
+                                           RebalanceTimeoutMs int32, ServerAssignor?,
+                                           tag 0 ClassicMemberMetadata? (SessionTimeoutMs int32,
+                                           SupportedProtocols [Name, Metadata bytes])
     type 6  ConsumerGroupTargetAssignmentMetadata  AssignmentEpoch int32
     type 7  ConsumerGroupTargetAssignmentMember    TopicPartitions [TopicId uuid, Partitions []int32]
     type 8  ConsumerGroupCurrentMemberAssignment   MemberEpoch, PreviousMemberEpoch int32, State int8,
@@ -333,7 +335,9 @@ def _classic_member_tags(classic: dict | None) -> bytes:
     """Tag 0 of type 5, ClassicMemberMetadata (a member speaking JoinGroup/SyncGroup in a consumer
     group): a nullable struct, present as 1 then SessionTimeoutMs and SupportedProtocols."""
     if classic is None:
-        return _NO_TAGS
+        # Kafka writes the null explicitly (tag 0, one byte: absent); without the tag its reader
+        # would see an empty ClassicMemberMetadata rather than null.
+        return _uvarint(1) + _uvarint(0) + _uvarint(1) + b"\x00"
     protocols = [_cstr(name) + _uvarint(len(meta) + 1) + meta + _NO_TAGS
                  for name, meta in ((n, base64.b64decode(m)) for n, m in classic["protocols"])]
     struct_bytes = b"\x01" + struct.pack(">i", classic["session_timeout_ms"]) + _carray(protocols) + _NO_TAGS
