@@ -307,28 +307,51 @@ def _member_types(broker, group, n: int) -> list[int]:
 
 def test_a_classic_member_and_a_consumer_member_share_a_group(broker_any):
     """kafka-python (classic) starts the group; a Java 4.x consumer-protocol member upgrades it; both
-    hold a disjoint, complete share; when the consumer-protocol member leaves the group is classic again."""
+    hold a disjoint, complete share; when the consumer-protocol member leaves the group is classic again.
+    The classic member talks through the recording proxy: what it is told, normalised, is the same
+    on both brokers."""
+    from kcoord.conformance.recorder import ProxyThread
+
     group, topic = _names("cp-mixed")
     create_topic(broker_any.bootstrap, topic, PARTITIONS)
-    classic = Member("kafka-python", broker_any.bootstrap, topic, group, session_ms=6000)
-    members = [classic]
-    try:
-        classic.wait_event("assigned", timeout=60)
-        assert _group_type(broker_any, group) == "classic"
-        modern = Member("java4", broker_any.bootstrap, topic, group, group_protocol="consumer")
-        members.append(modern)
-        _settled(broker_any, group, 2)
-        owned = _wait_cover(members)
-        assert all(owned), owned
-        assert _group_type(broker_any, group) == "consumer"
-        assert _member_types(broker_any, group, 2) == [0, 1]
-        # The consumer-protocol member leaves: the group goes back to classic, the classic member
-        # takes every partition.
-        modern.stop()
-        _wait_type(broker_any, group, "classic")
-        _wait_cover([classic])
-    finally:
-        _stop(members)
+    with ProxyThread() as proxies:
+        proxy = proxies.proxy(broker_any.bootstrap)
+        classic = Member("kafka-python", proxy.bootstrap, topic, group, session_ms=6000)
+        members = [classic]
+        try:
+            classic.wait_event("assigned", timeout=60)
+            assert _group_type(broker_any, group) == "classic"
+            before = len(proxy.transcript.sorted())
+            modern = Member("java4", broker_any.bootstrap, topic, group, group_protocol="consumer")
+            members.append(modern)
+            _settled(broker_any, group, 2)
+            owned = _wait_cover(members)
+            assert all(owned), owned
+            assert _group_type(broker_any, group) == "consumer"
+            assert _member_types(broker_any, group, 2) == [0, 1]
+            during = len(proxy.transcript.sorted())
+            # The consumer-protocol member leaves: the group goes back to classic, the classic member
+            # takes every partition.
+            modern.stop()
+            _wait_type(broker_any, group, "classic")
+            _wait_cover([classic])
+        finally:
+            _stop(members)
+        exchanges = proxy.transcript.sorted()
+    first_join = next(ex for ex in exchanges[:before] if ex["api_key"] == 11 and ex["response"]["error_code"] == 0)
+    member_id = first_join["response"]["member_id"]
+    upgraded = [ex for ex in exchanges[before:during] if ex["api_key"] in (11, 12, 14)]
+    # In the consumer group: told to rejoin by Heartbeat, then served as a follower (leader ""), with
+    # its member id kept and its member epoch as generation.
+    assert any(ex["api_key"] == 12 and ex["response"]["error_code"] == 27 for ex in upgraded), upgraded
+    joins = [ex["response"] for ex in upgraded if ex["api_key"] == 11 and ex["response"]["error_code"] == 0]
+    assert joins and all(j["leader"] == "" and j["members"] == [] and j["member_id"] == member_id
+                         and j["protocol_name"] == "range" for j in joins), joins
+    syncs = [ex for ex in upgraded if ex["api_key"] == 14 and ex["response"]["error_code"] == 0]
+    assert syncs and all(ex["request"]["assignments"] == [] for ex in syncs)
+    # Back in a classic group: it rejoins and leads it again.
+    later = [ex["response"] for ex in exchanges[during:] if ex["api_key"] == 11 and ex["response"]["error_code"] == 0]
+    assert later and later[-1]["leader"] == member_id, later
 
 
 @pytest.mark.parametrize("classic_client, assignor", [("kafka-python", "range"), ("java4", "cooperative-sticky")])
