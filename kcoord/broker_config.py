@@ -348,7 +348,8 @@ TABLE: tuple[BrokerConfig, ...] = (
                  "Whether a non-empty classic group of consumers may become a consumer group when a "
                  "consumer-protocol member joins (upgrade), and go back when the last one leaves (downgrade): "
                  "bidirectional, upgrade, downgrade or disabled (no classic member may join a consumer group).",
-                 field="group_consumer_migration_policy", choices=("bidirectional", "upgrade", "downgrade", "disabled")),
+                 field="group_consumer_migration_policy",
+                 choices=("bidirectional", "upgrade", "downgrade", "disabled")),
     # Offsets (GroupCoordinatorConfig).
     BrokerConfig("offsets.retention.minutes", "int", "10080",
                  "Committed offsets of a group are dropped this long after it became empty (or, for "

@@ -29,9 +29,11 @@ from io import BytesIO
 from typing import TYPE_CHECKING, Callable
 
 from kcoord.coordinator.consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerMember, MemberState
+from kcoord.coordinator.consumer_protocol import new_member_id
 from kcoord.coordinator.events import EventKind as K
 from kcoord.coordinator.events import RebalanceCause as Cause
 from kcoord.coordinator.group import Group, Member
+from kcoord.coordinator.reconciliation import FencedInUnknownState, reconcile
 from kcoord.coordinator.records import ConsumerGroupRecord
 from kcoord.coordinator.requests import HeartbeatRequest, JoinRequest, LeaveMember, SyncRequest
 from kcoord.coordinator.results import UNKNOWN_MEMBER, JoinResult, LeaveResult, SyncResult
@@ -202,7 +204,7 @@ class Migration:
         if classic is None:
             return
         group.converted_from = None
-        ctx, gid = self.ctx, group.group_id
+        ctx = self.ctx
         for member in classic.members.values():
             if member.join_callback is not None:
                 cb, member.join_callback = member.join_callback, None
@@ -292,7 +294,6 @@ class Migration:
             return answer(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         unknown = req.member_id == UNKNOWN_MEMBER
         # Kafka gives classic members of a consumer group a Uuid, like consumer-protocol members.
-        from kcoord.coordinator.consumer_protocol import new_member_id
         member_id = new_member_id() if unknown else req.member_id
         if member_id not in group.members and group.size >= ctx.config.consumer_max_size:
             return answer(ErrorCode.GROUP_MAX_SIZE_REACHED)
@@ -370,12 +371,13 @@ class Migration:
                                        updated.classic.protocol_name, "", False, []))
 
     def _reconcile(self, group: ConsumerGroup, member: ConsumerMember, topics, owned, changed: bool) -> ConsumerMember:
-        from kcoord.coordinator.reconciliation import FencedInUnknownState, reconcile
         try:
             after = reconcile(member, group.assignment_epoch, group.target.get(member.member_id, {}),
                               self.consumer._member_topic_ids(member, topics, group), owned, changed,
                               lambda t, p: group.partition_owner(t, p))
         except FencedInUnknownState:
+            # Read back in a state this version does not know and still owning partitions: it stays
+            # as it is until it rejoins owning nothing (an eager rejoin).
             after = member
         if after is not member:
             group.put(after)

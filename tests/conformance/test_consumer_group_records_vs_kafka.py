@@ -65,5 +65,6 @@ def test_kafka_reads_a_classic_members_metadata():
                 if line.startswith(f"ConsumerGroupMemberMetadataKey(groupId='g', memberId='{member_id}')"))
     assert "classicMemberMetadata=ClassicMemberMetadata(sessionTimeoutMs=10000, supportedProtocols=[" \
            "ClassicProtocol(name='range', " in meta and "ClassicProtocol(name='roundrobin', " in meta, meta
-    plain = next(line for line in lines if line.startswith("ConsumerGroupMemberMetadataKey(groupId='g', memberId='m1')"))
+    plain = next(line for line in lines
+                 if line.startswith("ConsumerGroupMemberMetadataKey(groupId='g', memberId='m1')"))
     assert "classicMemberMetadata=null" in plain, plain

@@ -463,7 +463,8 @@ def test_a_classic_member_inside_a_consumer_group(broker_any, coordinator):
     other = Classic(c, protocols=[("roundrobin", _subscription([topic]))])
     assert E(other.join().error_code).name == "INCONSISTENT_GROUP_PROTOCOL"
     left = c.conn.call(LEAVE, 3, {"group_id": group, "members": [
-        {"member_id": classic.member_id, "group_instance_id": None}, {"member_id": "ghost", "group_instance_id": None}]})
+        {"member_id": classic.member_id, "group_instance_id": None},
+        {"member_id": "ghost", "group_instance_id": None}]})
     assert (left.error_code, [(m.member_id, E(m.error_code).name) for m in left.members]) == (
         0, [(classic.member_id, "NONE"), ("ghost", "UNKNOWN_MEMBER_ID")])
     assert list(_types(broker_any, group)) == [a.member_id]
@@ -518,5 +519,6 @@ def test_refused_upgrades(broker_any, coordinator, case):
     why = ("an unsupported custom assignor is in use. Please refer to the documentation or switch to a default "
            "assignor before re-attempting the upgrade." if case == "user data"
            else "the embedded consumer protocol is malformed.")
-    assert _error(answer) == ("GROUP_ID_NOT_FOUND", f"Cannot upgrade classic group {group} to consumer group because {why}")
+    assert _error(answer) == ("GROUP_ID_NOT_FOUND",
+                              f"Cannot upgrade classic group {group} to consumer group because {why}")
     assert list_groups(broker_any.bootstrap)[group]["type"] == "classic"

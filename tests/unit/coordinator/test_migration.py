@@ -6,7 +6,6 @@ import struct
 
 import pytest
 
-from kcoord.coordinator.consumer_group import MemberState
 from kcoord.coordinator.events import EventKind as K
 from kcoord.coordinator.migration import decode_assignment, encode_assignment
 from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord
