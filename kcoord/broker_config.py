@@ -221,6 +221,12 @@ class BrokerConfig:
             return items
         if t == "listeners":
             return _parse_listeners(self.name, text)
+        if self.choices:
+            # Kafka's CaseInsensitiveValidString: any case is accepted, and means the lower-case value.
+            value = text.strip().lower()
+            if value not in self.choices:
+                raise ConfigError(self.name, text, f"must be one of {', '.join(self.choices)}")
+            return value
         return text.strip()
 
     def value(self, cfg) -> Any:
@@ -338,6 +344,12 @@ TABLE: tuple[BrokerConfig, ...] = (
                  "How often a consumer group's subscribed regular expressions are resolved again against the "
                  "topics (at a heartbeat, and no sooner than 10 s after the last resolution).",
                  field="group_consumer_regex_refresh_interval_ms", at_least=10000),
+    BrokerConfig("group.consumer.migration.policy", "string", "bidirectional",
+                 "Whether a non-empty classic group of consumers may become a consumer group when a "
+                 "consumer-protocol member joins (upgrade), and go back when the last one leaves (downgrade): "
+                 "bidirectional, upgrade, downgrade or disabled (no classic member may join a consumer group).",
+                 field="group_consumer_migration_policy",
+                 choices=("bidirectional", "upgrade", "downgrade", "disabled")),
     # Offsets (GroupCoordinatorConfig).
     BrokerConfig("offsets.retention.minutes", "int", "10080",
                  "Committed offsets of a group are dropped this long after it became empty (or, for "
@@ -464,7 +476,7 @@ def resolve(*layers: dict) -> Resolved:
             out.warnings.append(f"ignoring config {name} ({IGNORED_BECAUSE.get(name, 'not modelled by kcoord')})")
             continue
         out.values[name] = entry.parse(text)
-        if entry.choices:
+        if entry.choices and entry.type == "list":
             dropped = [i.strip() for i in text.split(",") if i.strip() and i.strip() not in entry.choices]
             if dropped:
                 out.warnings.append(f"ignoring {', '.join(dropped)} in {name} (not supported by kcoord)")

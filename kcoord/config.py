@@ -60,6 +60,7 @@ class ServerConfig:
     group_consumer_assignors: tuple = default("group.consumer.assignors")
     group_consumer_assignment_interval_ms: int = default("group.consumer.assignment.interval.ms")
     group_consumer_regex_refresh_interval_ms: int = default("group.consumer.regex.refresh.interval.ms")
+    group_consumer_migration_policy: str = default("group.consumer.migration.policy")
     # Authentication (kcoord.security), off by default.
     sasl_users_file: str | None = None        # name:password lines; turns SASL on
     sasl_mechanisms: tuple = default("sasl.enabled.mechanisms")

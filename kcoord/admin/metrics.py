@@ -79,6 +79,9 @@ class Metrics:
             started = self._rebalance_started.pop(e.group_id, None)
             if started is not None and e.kind is not EventKind.DEAD:
                 self.rebalance_seconds.observe(max(e.time_ms - started, 0) / 1000)
+        elif e.kind is EventKind.GROUP_CONVERTED and e.details.get("to") == "consumer":
+            # An upgraded group's rebalance in progress never completes as a classic one.
+            self._rebalance_started.pop(e.group_id, None)
         elif e.kind is EventKind.OFFSETS_COMMITTED:
             self.offset_commits.inc(e.details.get("count", 0))
         elif e.kind in _CONSUMER_EPOCH_KINDS:

@@ -4,7 +4,7 @@ import uuid
 from kcoord.api import NO_AUTHORIZED_OPERATIONS, ApiDescriptor, ApiKey, GroupAcl, GroupBatch, GroupOperation
 
 MEMBER_TYPE_SINCE = 1
-CONSUMER_MEMBER = 1   # Kafka's MemberType for a member speaking ConsumerGroupHeartbeat
+CONSUMER_MEMBER = 1   # Kafka's MemberType for a member speaking ConsumerGroupHeartbeat (0: classic)
 
 
 def _assignment(parts: list[dict]) -> dict:
@@ -23,7 +23,7 @@ async def consumer_group_describe(ctx, req):
                                                "client_host", "subscribed_topic_names", "subscribed_topic_regex")},
                          "assignment": _assignment(m["assignment"]),
                          "target_assignment": _assignment(m["target_assignment"]),
-                         "member_type": CONSUMER_MEMBER} for m in d.members],
+                         "member_type": m.get("member_type", CONSUMER_MEMBER)} for m in d.members],
             "authorized_operations": NO_AUTHORIZED_OPERATIONS})
     return {"throttle_time_ms": 0, "groups": groups}
 
@@ -37,5 +37,6 @@ DESCRIPTOR = ApiDescriptor(
     ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 1, consumer_group_describe,
     "consumer groups: epochs, assignor, members' current and target assignments; a classic or unknown "
     "group gets GROUP_ID_NOT_FOUND; authorized operations are not computed",
-    version_notes={MEMBER_TYPE_SINCE: "member type (always consumer: no classic members in consumer groups yet)"},
+    version_notes={MEMBER_TYPE_SINCE: "member type: 0 for a classic member (JoinGroup/SyncGroup, online "
+                                      "migration), 1 for a ConsumerGroupHeartbeat one"},
     groups=lambda version, body: _GROUPS, group_acl=GroupAcl(GroupOperation.DESCRIBE))

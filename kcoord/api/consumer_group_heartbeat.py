@@ -47,7 +47,7 @@ def _failed(version, body, code):
 DESCRIPTOR = ApiDescriptor(
     ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, 1, consumer_group_heartbeat,
     "the consumer group protocol (KIP-848), see docs/consumer-protocol.md; server assignors; static "
-    "members; no online migration from or to classic groups",
+    "members; online migration from and to classic groups (group.consumer.migration.policy)",
     version_notes={REGEX_SINCE: "the client makes its member id; SubscribedTopicRegex (RE2 subset)"},
     groups=named_group, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.DESCRIBE),
     error_response=_failed)

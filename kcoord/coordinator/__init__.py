@@ -39,7 +39,8 @@ def build_coordinator(server_config, topics, timer: Timer | None = None) -> Coor
                                consumer_max_size=sc.group_consumer_max_size,
                                consumer_assignors=tuple(sc.group_consumer_assignors),
                                consumer_assignment_interval_ms=sc.group_consumer_assignment_interval_ms,
-                               consumer_regex_refresh_interval_ms=sc.group_consumer_regex_refresh_interval_ms)
+                               consumer_regex_refresh_interval_ms=sc.group_consumer_regex_refresh_interval_ms,
+                               consumer_migration_policy=sc.group_consumer_migration_policy)
     bus = EventBus()
     bus.subscribe(KafkaWordedLog())
     core = GroupCoordinator(timer or AsyncioTimer(), config, topics, bus)

@@ -24,6 +24,15 @@ class CoordinatorConfig:
     consumer_assignors: tuple = default("group.consumer.assignors")
     consumer_assignment_interval_ms: int = default("group.consumer.assignment.interval.ms")
     consumer_regex_refresh_interval_ms: int = default("group.consumer.regex.refresh.interval.ms")
+    consumer_migration_policy: str = default("group.consumer.migration.policy")
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("bidirectional", "downgrade")
 
 
 def java_string_hash(s: str) -> int:

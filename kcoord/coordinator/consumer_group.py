@@ -73,6 +73,19 @@ class MemberState(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
+@dataclass(frozen=True)
+class ClassicMemberMetadata:
+    """What a member that speaks JoinGroup/SyncGroup inside a consumer group (online migration)
+    brought along: its session timeout and its protocols (name, consumer-protocol metadata) in
+    its order of preference, the first being the one it is answered with."""
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        return self.protocols[0][0]
+
+
 @dataclass
 class ConsumerMember:
     member_id: str
@@ -89,6 +102,11 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
+    classic: ClassicMemberMetadata | None = None   # None: the member speaks ConsumerGroupHeartbeat
+
+    @property
+    def uses_classic(self) -> bool:
+        return self.classic is not None
 
     @property
     def is_static(self) -> bool:
@@ -142,6 +160,10 @@ class ConsumerGroup:
     # Members removed since the group was last recorded: their records need tombstones even
     # where the sink never saw them (after a restart).
     removed_since_record: list[str] = field(default_factory=list)
+    # Online upgrade: the classic group this one replaces, until the heartbeat that converted it is
+    # applied; and whether the next record must end the classic group's record (Kafka's tombstone).
+    converted_from: object = field(default=None, repr=False, compare=False)
+    replaces_classic: bool = False
 
     protocol_type = "consumer"
     group_type = "consumer"
@@ -199,6 +221,30 @@ class ConsumerGroup:
                 and self.static_members.get(member.instance_id) == member_id:
             del self.static_members[member.instance_id]
         return member
+
+    def classic_members(self) -> list[ConsumerMember]:
+        return [m for m in self.members.values() if m.uses_classic]
+
+    def supports_classic_protocols(self, protocol_type: str, names: list[str]) -> bool:
+        """Whether a classic member with these protocols may join: a consumer-protocol type, and a
+        protocol every classic member already in supports (any, when none is)."""
+        if protocol_type != "consumer":
+            return False
+        if not self.members:
+            return bool(names)
+        classic = self.classic_members()
+        return any(all(n in {p for p, _ in m.classic.protocols} for m in classic) for n in names)
+
+    def waiting_on_unreleased(self, member: ConsumerMember) -> bool:
+        """Whether some partition of the member's target is still held by another member."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, partitions in self.target.get(member.member_id, {}).items():
+            held = member.assigned.get(topic_id, {})
+            for p in partitions:
+                if p not in held and self.partition_owner(topic_id, p) is not None:
+                    return True
+        return False
 
     def partition_owner(self, topic_id: str, partition: int) -> str | None:
         """The member still holding a partition (assigned or pending revocation), if any."""

@@ -26,7 +26,7 @@ from typing import Callable, Mapping
 
 from kcoord.coordinator.assignors import AssignorError, MemberSpec, ServerAssignor, TopicSpec, group_subscription_type
 from kcoord.coordinator.consumer_group import (
-    JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember, MemberState,
+    JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ClassicMemberMetadata, ConsumerGroup, ConsumerMember, MemberState,
 )
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
@@ -164,6 +164,8 @@ class ConsumerProtocol:
         self.ctx = ctx
         # Looked up when first needed: the assignors module may not be importable yet in a test.
         self._assignors = assignors
+        # Online migration (migration.py), set by the coordinator once the classic side exists.
+        self.migration = None
 
     @property
     def groups(self) -> dict[str, ConsumerGroup]:
@@ -193,14 +195,14 @@ class ConsumerProtocol:
             if not joining:
                 raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
             if classic.members:
-                # Kafka would convert it (online upgrade); kcoord does not serve that yet and answers
-                # as Kafka does with group.consumer.migration.policy=disabled.
-                raise Refused(ErrorCode.GROUP_ID_NOT_FOUND,
-                              f"Cannot upgrade classic group {req.group_id} to consumer group because online "
-                              "upgrade is disabled.")
+                # Online upgrade (or GROUP_ID_NOT_FOUND where Kafka refuses it).
+                return self.migration.upgrade(classic, Refused)
         if not joining:
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {req.group_id} not found.")
-        return ConsumerGroup(req.group_id, created_ms=ctx.now())
+        group = ConsumerGroup(req.group_id, created_ms=ctx.now())
+        # An empty classic group gives way: Kafka writes its tombstone (offsets kept).
+        group.replaces_classic = classic is not None and not classic.is_in(GroupState.DEAD)
+        return group
 
     def _check_epoch(self, member: ConsumerMember, epoch: int, owned) -> None:
         if epoch == JOIN_EPOCH:
@@ -275,7 +277,9 @@ class ConsumerProtocol:
         classic = ctx.groups.get(group.group_id)
         mark = ctx.event_mark()
         try:
-            return self._apply(req, group, member, member_id, owned, replaced, regex_changed)
+            result = self._apply(req, group, member, member_id, owned, replaced, regex_changed)
+            self.migration.finish_upgrade(group)
+            return result
         except (AssignorError, Refused) as err:
             ctx.drop_events_since(mark)
             if restore_point is None:
@@ -308,7 +312,7 @@ class ConsumerProtocol:
                                     else member.subscribed_topic_names),
             subscribed_topic_regex=((req.subscribed_topic_regex or None) if req.subscribed_topic_regex is not None
                                     else member.subscribed_topic_regex),
-            client_id=req.client_id, client_host=req.client_host)
+            client_id=req.client_id, client_host=req.client_host, classic=None)
         names_changed = set(updated.subscribed_topic_names) != set(before.subscribed_topic_names)
         subscription_changed = names_changed or regex_changed
         # A regex new to the group is resolved in the background first (the epoch moves then); one
@@ -490,7 +494,9 @@ class ConsumerProtocol:
         if after.state is MemberState.UNREVOKED_PARTITIONS:
             ctx.emit(K.PARTITIONS_REVOKING, group, member=after, member_epoch=after.member_epoch,
                      revoking={t: sorted(ps) for t, ps in after.pending_revocation.items()})
-            self._schedule_rebalance_timeout(group, after)
+            # Classic members have join and sync timeouts instead (migration.py).
+            if not after.uses_classic:
+                self._schedule_rebalance_timeout(group, after)
         else:
             ctx.timer.cancel(_rebalance_key(group.group_id, after.member_id))
 
@@ -546,9 +552,10 @@ class ConsumerProtocol:
         self.ctx.changed(group)
 
     # ------------------------------------------------------------------ timers
-    def _schedule_session(self, group: ConsumerGroup, member_id: str) -> None:
+    def _schedule_session(self, group: ConsumerGroup, member_id: str, timeout_ms: int | None = None) -> None:
+        """`timeout_ms`: a classic member's own session timeout (online migration)."""
         group_id = group.group_id
-        self.ctx.schedule(_session_key(group_id, member_id), self.ctx.config.consumer_session_timeout_ms,
+        self.ctx.schedule(_session_key(group_id, member_id), timeout_ms or self.ctx.config.consumer_session_timeout_ms,
                           lambda: self._fence_by_timer(group_id, member_id, None, "the member session expired"))
 
     def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerMember) -> None:
@@ -562,6 +569,7 @@ class ConsumerProtocol:
     def _cancel_timers(self, group: ConsumerGroup, member_id: str) -> None:
         self.ctx.timer.cancel(_session_key(group.group_id, member_id))
         self.ctx.timer.cancel(_rebalance_key(group.group_id, member_id))
+        self.migration.cancel_timers(group.group_id, member_id)
 
     def _fence_by_timer(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> None:
         group = self.groups.get(group_id)
@@ -571,12 +579,22 @@ class ConsumerProtocol:
         self._fence(group, member, K.MEMBER_EXPIRED, reason)
 
     def _fence(self, group: ConsumerGroup, member: ConsumerMember, kind: K, reason: str) -> None:
-        self._cancel_timers(group, member.member_id)
-        group.remove(member.member_id)
-        self.ctx.emit(kind, group, member=member, reason=reason)
+        self.fence_members(group, [member], kind, reason)
+
+    def fence_members(self, group: ConsumerGroup, members: list[ConsumerMember], kind: K, reason: str) -> None:
+        """Remove members (left, expired); the group becomes classic again if only classic members
+        remain and the migration policy allows it (online downgrade)."""
+        if self.migration.downgrade_allowed(group, {m.member_id for m in members}):
+            self.migration.to_classic(group, members, kind, reason)
+            return
+        for member in members:
+            self._cancel_timers(group, member.member_id)
+            group.remove(member.member_id)
+            self.ctx.emit(kind, group, member=member, reason=reason)
         self._prune_regexes(group)
         group.subscribed_topics = self._subscribed_topics(group, self._topics())
-        self._bump_group_epoch(group, f"member {member.member_id} removed: {reason}")
+        self._bump_group_epoch(group, f"member{'s' if len(members) > 1 else ''} "
+                                      f"{', '.join(m.member_id for m in members)} removed: {reason}")
         if group.is_empty():
             group.emptied_at_ms = self.ctx.now()
             self.ctx.emit(K.EMPTY, group)
@@ -642,7 +660,8 @@ class ConsumerProtocol:
             return [{"topic_id": t, "topic_name": names.get(t, ""), "partitions": sorted(ps)}
                     for t, ps in sorted(parts.items()) if ps]
 
-        members = [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
+        members = [{"member_id": m.member_id, "member_type": 0 if m.uses_classic else 1,
+                    "instance_id": m.instance_id, "rack_id": m.rack_id,
                     "member_epoch": m.member_epoch, "client_id": m.client_id, "client_host": m.client_host,
                     "subscribed_topic_names": sorted(m.subscribed_topic_names),
                     # "" rather than null without a regex, as Kafka describes its members.
@@ -667,19 +686,22 @@ class ConsumerProtocol:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, {}
-        if version < 9:
+        # A classic member (online migration) commits with any version, its member epoch as
+        # generation; a wrong one is an ILLEGAL_GENERATION rather than a STALE_MEMBER_EPOCH.
+        stale = ErrorCode.ILLEGAL_GENERATION if member.uses_classic else ErrorCode.STALE_MEMBER_EPOCH
+        if version < 9 and not member.uses_classic:
             return ErrorCode.UNSUPPORTED_VERSION, {}
         if epoch == member.member_epoch:
             return ErrorCode.NONE, {}
         if epoch > member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH, {}
+            return stale, {}
         topics = self._topics()
         errors = {}
         for topic, partition in partitions:
             tid = topics.get(topic, ("",))[0]
             given = member.assignment_epoch_of(tid, partition)
             if given is None or epoch < given:
-                errors[(topic, partition)] = ErrorCode.STALE_MEMBER_EPOCH
+                errors[(topic, partition)] = stale
         return ErrorCode.NONE, errors
 
     def validate_fetch(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode:
@@ -688,7 +710,9 @@ class ConsumerProtocol:
         member = group.members.get(member_id or "")
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.NONE if epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
+        if epoch == member.member_epoch:
+            return ErrorCode.NONE
+        return ErrorCode.ILLEGAL_GENERATION if member.uses_classic else ErrorCode.STALE_MEMBER_EPOCH
 
     def delete(self, group_id: str) -> ErrorCode:
         group = self.groups.get(group_id)
@@ -710,17 +734,18 @@ class ConsumerProtocol:
         value = snapshot(group)
         value["removed_members"] = list(dict.fromkeys(group.removed_since_record))
         group.removed_since_record.clear()
-        self.ctx.write(ConsumerGroupRecord(group.group_id, value))
+        self.ctx.write(ConsumerGroupRecord(group.group_id, value, replaces_classic=group.replaces_classic))
+        group.replaces_classic = False
 
     def load(self, value: dict) -> ConsumerGroup:
         """A group read back after a restart: members keep epochs and assignments, and get a fresh
         session, so members that keep heartbeating carry on; the others are fenced in time."""
         group = restore(value)
         self.groups[group.group_id] = group
-        for member_id in group.members:
-            self._schedule_session(group, member_id)
+        for member_id, member in group.members.items():
+            self._schedule_session(group, member_id, member.classic.session_timeout_ms if member.classic else None)
         for member in group.members.values():
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if member.state is MemberState.UNREVOKED_PARTITIONS and not member.uses_classic:
                 self._schedule_rebalance_timeout(group, member)
         return group
 
@@ -731,6 +756,13 @@ def _parts(p) -> dict:
 
 def _unparts(p) -> dict:
     return {t: {int(k): v for k, v in ps.items()} for t, ps in p.items()}
+
+
+def _classic(value: dict | None) -> ClassicMemberMetadata | None:
+    if value is None:
+        return None
+    return ClassicMemberMetadata(value["session_timeout_ms"],
+                                 tuple((n, base64.b64decode(meta)) for n, meta in value["protocols"]))
 
 
 def snapshot(group: ConsumerGroup) -> dict:
@@ -751,7 +783,10 @@ def snapshot(group: ConsumerGroup) -> dict:
                      "subscribed_topic_regex": m.subscribed_topic_regex, "server_assignor": m.server_assignor,
                      "member_epoch": m.member_epoch, "previous_member_epoch": m.previous_member_epoch,
                      "state": str(m.state), "assigned": _parts(m.assigned),
-                     "pending_revocation": _parts(m.pending_revocation)}
+                     "pending_revocation": _parts(m.pending_revocation),
+                     "classic": None if m.classic is None else {
+                         "session_timeout_ms": m.classic.session_timeout_ms,
+                         "protocols": [[n, base64.b64encode(meta).decode("ascii")] for n, meta in m.classic.protocols]}}
                     for m in group.members.values()],
     }
 
@@ -775,5 +810,5 @@ def restore(value: dict) -> ConsumerGroup:
             m["member_id"], m["instance_id"], m["rack_id"], m["client_id"], m["client_host"],
             m["rebalance_timeout_ms"], tuple(m["subscribed_topic_names"]), m["subscribed_topic_regex"],
             m["server_assignor"], m["member_epoch"], m["previous_member_epoch"], state,
-            _unparts(m["assigned"]), _unparts(m["pending_revocation"])))
+            _unparts(m["assigned"]), _unparts(m["pending_revocation"]), _classic(m.get("classic"))))
     return group

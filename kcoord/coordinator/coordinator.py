@@ -23,6 +23,7 @@ from kcoord.coordinator.events import EventBus
 from kcoord.coordinator.group import Group
 from kcoord.coordinator.group_admin import GroupAdmin
 from kcoord.coordinator.membership import ClassicMembership
+from kcoord.coordinator.migration import Migration
 from kcoord.coordinator.offset_manager import OffsetManager
 from kcoord.coordinator.offsets import CommittedOffset
 from kcoord.coordinator.records import RecordSink, group_metadata
@@ -42,6 +43,9 @@ class GroupCoordinator:
         self.membership = ClassicMembership(self.ctx)
         # The consumer group protocol (KIP-848); `assignors`: the server assignors by name.
         self.consumer = ConsumerProtocol(self.ctx, assignors or builtin_assignors)
+        # Online migration between the two kinds (KIP-848's upgrade and downgrade).
+        self.migration = Migration(self.ctx, self.consumer, self.membership)
+        self.membership.migration = self.consumer.migration = self.migration
         self.offset_manager = OffsetManager(self.ctx, self.membership, self.consumer)
         self.admin = GroupAdmin(self.ctx, self.consumer)
         self.offset_manager.schedule_retention()

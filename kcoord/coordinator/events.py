@@ -34,6 +34,8 @@ class EventKind(enum.StrEnum):
     TARGET_ASSIGNMENT_CHANGED = "target_assignment_changed"
     MEMBER_EPOCH_BUMPED = "member_epoch_bumped"
     PARTITIONS_REVOKING = "partitions_revoking"
+    # Online migration: the group changed kind with members in it; details.to is its new type.
+    GROUP_CONVERTED = "group_converted"
 
 
 class RebalanceCause(enum.StrEnum):
@@ -124,6 +126,8 @@ class KafkaWordedLog:
             return (f"[GroupId {e.group_id}] Member {e.member_id} new assignment state: "
                     f"epoch={e.details.get('member_epoch')}, previousEpoch={e.details.get('previous_member_epoch')}, "
                     f"state={e.details.get('member_state')}.")
+        if e.kind is EventKind.GROUP_CONVERTED:
+            return f"[GroupId {e.group_id}] Converted the group to a {e.details.get('to')} group."
         if e.kind is EventKind.OFFSETS_EXPIRED:
             return f"Removed {e.details.get('count')} expired offsets for group {e.group_id}"
         return None

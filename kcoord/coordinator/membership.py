@@ -18,7 +18,7 @@ from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
 from kcoord.coordinator.events import RebalanceCause as Cause
 from kcoord.coordinator.group import Group, Member
-from kcoord.coordinator.records import group_metadata
+from kcoord.coordinator.records import ConsumerGroupRecord, group_metadata
 from kcoord.coordinator.requests import HeartbeatRequest, JoinRequest, LeaveMember, SyncRequest
 from kcoord.coordinator.results import UNKNOWN_MEMBER, JoinResult, LeaveResult, SyncResult
 from kcoord.coordinator.state import GroupState
@@ -47,6 +47,8 @@ def _pending_key(g: str, m: str) -> str:
 class ClassicMembership:
     def __init__(self, ctx: CoordinatorContext):
         self.ctx = ctx
+        # Classic members of consumer groups (online migration, migration.py), set by the coordinator.
+        self.migration = None
 
     def _record_group(self, group: Group) -> None:
         self.ctx.write(group_metadata(group))
@@ -63,17 +65,17 @@ class ClassicMembership:
             return answer(ErrorCode.INVALID_SESSION_TIMEOUT)
         if req.rebalance_timeout_ms < 0:  # JoinGroup v0 has none: Kafka uses the session timeout
             req.rebalance_timeout_ms = req.session_timeout_ms
-        group = ctx.groups.get(req.group_id)
         consumer_group = ctx.consumer_groups.get(req.group_id)
+        if consumer_group is not None and not consumer_group.is_empty():
+            # A classic member joins a consumer group (online migration).
+            self.migration.join(consumer_group, req, respond)
+            return ctx.changed(consumer_group)
+        group = ctx.groups.get(req.group_id)
         if group is None and consumer_group is not None:
-            if not consumer_group.is_empty():
-                # Kafka would let the classic member into the consumer group (online migration);
-                # kcoord does not serve that yet and answers as Kafka does with
-                # group.consumer.migration.policy=disabled.
-                return answer(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-            # An empty consumer group gives way to a classic one; its offsets stay (the classic
-            # record written below supersedes the consumer group's on reload).
+            # An empty consumer group gives way to a classic one; its offsets stay. Its records end
+            # (Kafka's tombstones) before the classic group's is written below.
             ctx.consumer_groups.pop(req.group_id, None)
+            ctx.write(ConsumerGroupRecord(req.group_id, None))
         if group is None:
             if req.member_id != UNKNOWN_MEMBER:
                 return answer(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -347,6 +349,13 @@ class ClassicMembership:
         """A request that counts as a heartbeat (an offset commit, say) resets the session."""
         self._schedule_heartbeat(group, member, member.session_timeout_ms)
 
+    def forget_timers(self, group: Group) -> None:
+        """Cancel every timer of `group` (it became a consumer group: online upgrade)."""
+        timer, gid = self.ctx.timer, group.group_id
+        for key in [_join_key(gid), _sync_key(gid)] + [_heartbeat_key(gid, m) for m in group.members] \
+                + [_pending_key(gid, m) for m in group.pending_members]:
+            timer.cancel(key)
+
     def _schedule_heartbeat(self, group: Group, member: Member, timeout_ms: int) -> None:
         group_id, member_id = group.group_id, member.member_id
         self.ctx.schedule(_heartbeat_key(group_id, member_id), timeout_ms,
@@ -399,6 +408,8 @@ class ClassicMembership:
         if ctx.availability(req.group_id):
             return answer(ctx.availability(req.group_id))
         group = ctx.groups.get(req.group_id)
+        if group is None and req.group_id in ctx.consumer_groups:
+            return self.migration.sync(ctx.consumer_groups[req.group_id], req, respond)
         if group is None:
             return answer(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_in(S.DEAD):
@@ -441,6 +452,8 @@ class ClassicMembership:
         if ctx.availability(req.group_id):
             return ctx.availability(req.group_id)
         group = ctx.groups.get(req.group_id)
+        if group is None and req.group_id in ctx.consumer_groups:
+            return self.migration.heartbeat(ctx.consumer_groups[req.group_id], req)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_in(S.DEAD):
@@ -464,6 +477,8 @@ class ClassicMembership:
         if ctx.availability(group_id):
             return LeaveResult(ctx.availability(group_id))
         group = ctx.groups.get(group_id)
+        if group is None and group_id in ctx.consumer_groups:
+            return self.migration.leave(ctx.consumer_groups[group_id], leaving)
         if group is None:
             return LeaveResult(ErrorCode.NONE, [(m.member_id, m.instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
                                                 for m in leaving])

@@ -37,9 +37,13 @@ class ConsumerGroupRecord:
     """A consumer group (KIP-848) as a whole: epochs, members with their subscriptions and
     current assignments, the target assignment; or its tombstone (value None). Durable state
     keeps it as it is; kcoord.log.consumer_offsets writes it as Kafka's several record types
-    (group metadata, member metadata, target assignment, current assignment)."""
+    (group metadata, member metadata, target assignment, current assignment).
+    `replaces_classic`: the group takes the place of a classic group of the same id (online
+    upgrade, or an empty classic group giving way), whose GroupMetadata tombstone Kafka writes
+    first; the offsets stay."""
     group_id: str
     value: dict | None
+    replaces_classic: bool = False
 
 
 Record = Union[GroupMetadataRecord, OffsetCommitRecord, ConsumerGroupRecord]

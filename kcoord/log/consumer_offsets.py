@@ -28,7 +28,9 @@ non-flexible (group string, then member string where there is one):
     type 3  ConsumerGroupMetadata          Epoch int32 (tag 0 MetadataHash: not written)
     type 5  ConsumerGroupMemberMetadata    InstanceId?, RackId?, ClientId, ClientHost,
                                            SubscribedTopicNames [], SubscribedTopicRegex?,
-                                           RebalanceTimeoutMs int32, ServerAssignor?
+                                           RebalanceTimeoutMs int32, ServerAssignor?,
+                                           tag 0 ClassicMemberMetadata? (SessionTimeoutMs int32,
+                                           SupportedProtocols [Name, Metadata bytes])
     type 6  ConsumerGroupTargetAssignmentMetadata  AssignmentEpoch int32
     type 7  ConsumerGroupTargetAssignmentMember    TopicPartitions [TopicId uuid, Partitions []int32]
     type 8  ConsumerGroupCurrentMemberAssignment   MemberEpoch, PreviousMemberEpoch int32, State int8,
@@ -338,6 +340,19 @@ def _topic_partitions(parts: dict, with_epochs: bool, as_listed: bool = False) -
     return _carray(items)
 
 
+def _classic_member_tags(classic: dict | None) -> bytes:
+    """Tag 0 of type 5, ClassicMemberMetadata (a member speaking JoinGroup/SyncGroup in a consumer
+    group): a nullable struct, present as 1 then SessionTimeoutMs and SupportedProtocols."""
+    if classic is None:
+        # Kafka writes the null explicitly (tag 0, one byte: absent); without the tag its reader
+        # would see an empty ClassicMemberMetadata rather than null.
+        return _uvarint(1) + _uvarint(0) + _uvarint(1) + b"\x00"
+    protocols = [_cstr(name) + _uvarint(len(meta) + 1) + meta + _NO_TAGS
+                 for name, meta in ((n, base64.b64decode(m)) for n, m in classic["protocols"])]
+    struct_bytes = b"\x01" + struct.pack(">i", classic["session_timeout_ms"]) + _carray(protocols) + _NO_TAGS
+    return _uvarint(1) + _uvarint(0) + _uvarint(len(struct_bytes)) + struct_bytes
+
+
 def consumer_group_records(value: dict | None, group_id: str, previous: dict | None) -> list[tuple[bytes, bytes | None]]:
     """Kafka's records for one consumer group snapshot (None: the group was deleted); `previous`:
     the snapshot written before, whose members no longer present get tombstones."""
@@ -364,7 +379,7 @@ def consumer_group_records(value: dict | None, group_id: str, previous: dict | N
                     v0 + _cnullable(m["instance_id"]) + _cnullable(m["rack_id"]) + _cstr(m["client_id"] or "")
                     + _cstr(m["client_host"] or "") + _carray([_cstr(n) for n in m["subscribed_topic_names"]])
                     + _cnullable(m["subscribed_topic_regex"]) + struct.pack(">i", m["rebalance_timeout_ms"])
-                    + _cnullable(m["server_assignor"]) + _NO_TAGS))
+                    + _cnullable(m["server_assignor"]) + _classic_member_tags(m.get("classic"))))
     # As in Kafka, a resolution's records come before the group epoch it bumps.
     for regex, topics in sorted(regexes.items()):
         out.append((_consumer_key(CONSUMER_REGULAR_EXPRESSION, group_id, regex),
@@ -442,6 +457,9 @@ class OffsetsTopic:
                 previous = written[record.group_id] if record.group_id in written \
                     else self._consumer_groups.get(record.group_id)
                 index = self.partition_for(record.group_id, topic)
+                if record.replaces_classic:
+                    # The classic group of this id ends here (its offsets stay), as Kafka writes it.
+                    grouped.setdefault(index, []).append((group_metadata_key(record.group_id), None, now))
                 for key, value in consumer_group_records(record.value, record.group_id, previous):
                     grouped.setdefault(index, []).append((key, value, now))
                 written[record.group_id] = record.value

@@ -55,3 +55,21 @@ def test_kafka_reads_kcoords_consumer_group_records():
     # m2 left: its three records are tombstoned; the deleted group's metadata records too.
     assert "ConsumerGroupCurrentMemberAssignmentKey(groupId='g', memberId='m2') -" in lines
     assert lines[-2:] == ["ConsumerGroupTargetAssignmentMetadataKey(groupId='g') -", "ConsumerGroupMetadataKey(groupId='g') -"]
+
+
+def test_kafka_reads_a_classic_members_metadata():
+    """A classic member of a consumer group (online migration): ClassicMemberMetadata (tag 0 of
+    type 5) with its session timeout and protocols, as Kafka's classes read it."""
+    from tests.unit.coordinator.test_migration import join, subscription
+    h = ConsumerHarness(Topics(t=4))
+    h.hb("m1", 0)
+    member_id = join(h, protocols=[("range", subscription()), ("roundrobin", subscription())]).result.member_id
+    lines = _read_with_kafka(consumer_group_records(snapshot(h.group()), "g", None))
+    assert not [line for line in lines if line.startswith("ERROR")], lines
+    meta = next(line for line in lines
+                if line.startswith(f"ConsumerGroupMemberMetadataKey(groupId='g', memberId='{member_id}')"))
+    assert "classicMemberMetadata=ClassicMemberMetadata(sessionTimeoutMs=10000, supportedProtocols=[" \
+           "ClassicProtocol(name='range', " in meta and "ClassicProtocol(name='roundrobin', " in meta, meta
+    plain = next(line for line in lines
+                 if line.startswith("ConsumerGroupMemberMetadataKey(groupId='g', memberId='m1')"))
+    assert "classicMemberMetadata=null" in plain, plain

@@ -355,3 +355,170 @@ def test_classic_apis_on_a_consumer_group(broker_any, coordinator):
     assert list_groups(broker_any.bootstrap, types=["consumer"])[group] == {
         "protocol_type": "consumer", "state": "Stable", "type": "consumer"}
     assert group not in list_groups(broker_any.bootstrap, types=["classic"])
+
+
+# ---------------------------------------------------------------- online migration, request by request
+# Kafka 4.3.1's default group.consumer.migration.policy (bidirectional): classic members inside a
+# consumer group, the upgrade of a classic group and its downgrade, answer by answer.
+JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
+
+
+def _subscription(topics, owned=(), version=1) -> bytes:
+    import struct
+
+    from wire import codec
+    body = {"topics": list(topics), "user_data": None,
+            "owned_partitions": [{"topic": t, "partitions": list(ps)} for t, ps in owned]}
+    return struct.pack(">h", version) + codec.compiled_message("ConsumerProtocolSubscription", version).encode(body)
+
+
+def _assignment(parts, user_data=None) -> bytes:
+    import struct
+
+    from wire import codec
+    return struct.pack(">h", 0) + codec.compiled_message("ConsumerProtocolAssignment", 0).encode(
+        {"assigned_partitions": [{"topic": t, "partitions": ps} for t, ps in parts.items()], "user_data": user_data})
+
+
+def _partitions(assignment: bytes) -> list[tuple[str, int]]:
+    from kcoord.protocol_client import consumer_assignment
+    return sorted(consumer_assignment(assignment))
+
+
+class Classic:
+    """One classic member on a raw connection: JoinGroup v5, SyncGroup v5, Heartbeat v3, LeaveGroup v3."""
+
+    def __init__(self, coordinator: Coordinator, protocols=None, topic=None):
+        self.conn, self.group = coordinator.conn, coordinator.group
+        self.protocols = protocols or [("range", _subscription([topic]))]
+        self.member_id, self.generation = "", -1
+
+    def join(self, owned=(), topic=None, raw=False):
+        protocols = self.protocols if not owned else [(n, _subscription([topic], owned)) for n, _ in self.protocols]
+        answer = self.conn.call(JOIN, 5, {
+            "group_id": self.group, "session_timeout_ms": 6000, "rebalance_timeout_ms": 30000,
+            "member_id": self.member_id, "group_instance_id": None, "protocol_type": "consumer",
+            "protocols": [{"name": n, "metadata": m} for n, m in protocols]})
+        if answer.error_code == E.MEMBER_ID_REQUIRED and not raw:
+            self.member_id = answer.member_id
+            return self.join(owned, topic)
+        if answer.error_code == 0:
+            self.member_id, self.generation = answer.member_id, answer.generation_id
+        return answer
+
+    def sync(self, assignments=None, name="range", generation=None):
+        return self.conn.call(SYNC, 5, {
+            "group_id": self.group, "generation_id": self.generation if generation is None else generation,
+            "member_id": self.member_id, "group_instance_id": None, "protocol_type": "consumer",
+            "protocol_name": name, "assignments": [{"member_id": m, "assignment": a}
+                                                   for m, a in (assignments or {}).items()]})
+
+    def heartbeat(self, generation=None, member_id=None):
+        return self.conn.call(HEARTBEAT, 3, {
+            "group_id": self.group, "generation_id": self.generation if generation is None else generation,
+            "member_id": member_id or self.member_id, "group_instance_id": None}).error_code
+
+
+def _types(broker, group) -> dict[str, tuple[int, int]]:
+    return {m["member_id"]: (m["type"], m["member_epoch"]) for m in describe(broker.bootstrap, group).members}
+
+
+def test_a_classic_member_inside_a_consumer_group(broker_any, coordinator):
+    group, topic = _names("cp-mig-in", 3, broker_any)
+    c = coordinator(group)
+    a = c.join([topic])
+    assert (a.member_epoch, [p for t in owned_partitions(a.assignment) for p in t["partitions"]]) == (2, [0, 1, 2])
+    classic = Classic(c, topic=topic)
+    first = classic.join(raw=True)
+    assert (E(first.error_code).name, len(first.member_id)) == ("MEMBER_ID_REQUIRED", 22)   # a Uuid
+    classic.member_id = first.member_id
+    joined = classic.join()
+    # Answered at once, as a follower, with the member epoch as generation. The group epoch moved to
+    # 3, but within group.consumer.assignment.interval.ms (1 s) of A's target no new one is
+    # computed: the member reconciles to the target of epoch 2, which gives it nothing.
+    assert (joined.error_code, joined.generation_id, joined.leader, joined.protocol_name, list(joined.members)) == (
+        0, 2, "", "range", [])
+    synced = classic.sync()
+    assert (synced.error_code, synced.protocol_type, synced.protocol_name, _partitions(synced.assignment)) == (
+        0, "consumer", "range", [])
+    assert E(classic.heartbeat()).name == "NONE"                       # at the assignment epoch
+    assert _types(broker_any, group) == {a.member_id: (1, 2), classic.member_id: (0, 2)}
+    time.sleep(1.2)   # past the assignment interval: A's next heartbeat computes the target of epoch 3
+    # A revokes what the target takes from it; then the classic member is told to rejoin for it.
+    owned = [{"topic_id": t["topic_id"], "partitions": t["partitions"]} for t in owned_partitions(a.assignment)]
+    r = c.hb(member_id=a.member_id, member_epoch=2, owned=owned)
+    kept = owned_partitions(r.assignment)
+    r = c.hb(member_id=a.member_id, member_epoch=2, owned=kept)
+    assert r.member_epoch == 3
+    assert E(classic.heartbeat()).name == "REBALANCE_IN_PROGRESS"
+    assert classic.join().generation_id == 3
+    mine = _partitions(classic.sync().assignment)
+    assert mine and sorted([p for _, p in mine] + [p for t in kept for p in t["partitions"]]) == [0, 1, 2]
+    assert E(classic.heartbeat()).name == "NONE"
+    # What a classic member is refused.
+    assert E(classic.heartbeat(generation=4)).name == "ILLEGAL_GENERATION"
+    assert E(classic.heartbeat(member_id=a.member_id)).name == "UNKNOWN_MEMBER_ID"   # not a classic member
+    assert E(classic.sync(name="roundrobin").error_code).name == "INCONSISTENT_GROUP_PROTOCOL"
+    assert E(classic.sync(generation=2).error_code).name == "ILLEGAL_GENERATION"
+    other = Classic(c, protocols=[("roundrobin", _subscription([topic]))])
+    assert E(other.join().error_code).name == "INCONSISTENT_GROUP_PROTOCOL"
+    left = c.conn.call(LEAVE, 3, {"group_id": group, "members": [
+        {"member_id": classic.member_id, "group_instance_id": None},
+        {"member_id": "ghost", "group_instance_id": None}]})
+    assert (left.error_code, [(m.member_id, E(m.error_code).name) for m in left.members]) == (
+        0, [(classic.member_id, "NONE"), ("ghost", "UNKNOWN_MEMBER_ID")])
+    assert list(_types(broker_any, group)) == [a.member_id]
+    assert list_groups(broker_any.bootstrap)[group]["type"] == "consumer"
+
+
+def test_upgrade_and_downgrade_answer_by_answer(broker_any, coordinator):
+    group, topic = _names("cp-mig-up", 3, broker_any)
+    c = coordinator(group)
+    classic = Classic(c, topic=topic)
+    assert classic.join().generation_id == 1
+    assert classic.sync({classic.member_id: _assignment({topic: [0, 1, 2]})}).error_code == 0
+    a = c.join([topic])
+    # Upgraded: the classic member at epoch = generation 1, owning its assignment; the new
+    # member bumped the group epoch to 2 and waits for what the classic member still holds.
+    assert (a.member_epoch, owned_partitions(a.assignment)) == (2, [])
+    assert _types(broker_any, group) == {classic.member_id: (0, 1), a.member_id: (1, 2)}
+    view = describe(broker_any.bootstrap, group)
+    assert (view.state, view.group_epoch, view.assignment_epoch) == ("Reconciling", 2, 2)
+    assert list_groups(broker_any.bootstrap)[group]["type"] == "consumer"
+    assert E(classic.heartbeat()).name == "REBALANCE_IN_PROGRESS"
+    # A cooperative rejoin reporting what it owns: it must revoke first, at its epoch.
+    answer = classic.join(owned=[(topic, [0, 1, 2])], topic=topic)
+    assert answer.generation_id == 1
+    kept = _partitions(classic.sync().assignment)
+    assert 0 < len(kept) < 3
+    assert E(classic.heartbeat()).name == "REBALANCE_IN_PROGRESS"      # still revoking
+    answer = classic.join(owned=[(topic, [p for _, p in kept])], topic=topic)
+    assert answer.generation_id == 2 and _partitions(classic.sync().assignment) == kept
+    # The consumer-protocol member leaves: a classic group again, at generation = group epoch,
+    # rebalancing; the classic member rejoins into generation 3.
+    assert c.hb(member_id=a.member_id, member_epoch=-1).error_code == 0
+    assert list_groups(broker_any.bootstrap)[group]["type"] == "classic"
+    d = describe_groups(broker_any.bootstrap, group)
+    assert (d.error_code, d.group_state, d.protocol_type, d.protocol_data, [m.member_id for m in d.members]) == (
+        0, "PreparingRebalance", "consumer", "", [classic.member_id])
+    assert E(classic.heartbeat(generation=2)).name == "REBALANCE_IN_PROGRESS"
+    rejoined = classic.join(owned=[(topic, [p for _, p in kept])], topic=topic)
+    assert (rejoined.error_code, rejoined.generation_id, rejoined.leader) == (0, 3, classic.member_id)
+
+
+@pytest.mark.parametrize("case", ["user data", "malformed"])
+def test_refused_upgrades(broker_any, coordinator, case):
+    group, topic = _names("cp-mig-no", 3, broker_any)
+    c = coordinator(group)
+    protocols = [("range", b"\x00\x01\x00") if case == "malformed" else ("range", _subscription([topic]))]
+    classic = Classic(c, protocols=protocols)
+    assert classic.join().error_code == 0
+    user_data = b"custom" if case == "user data" else None
+    assert classic.sync({classic.member_id: _assignment({topic: [0, 1, 2]}, user_data)}).error_code == 0
+    answer = c.hb(member_id=new_member_id(), member_epoch=0, rebalance_timeout_ms=30000, topics=[topic])
+    why = ("an unsupported custom assignor is in use. Please refer to the documentation or switch to a default "
+           "assignor before re-attempting the upgrade." if case == "user data"
+           else "the embedded consumer protocol is malformed.")
+    assert _error(answer) == ("GROUP_ID_NOT_FOUND",
+                              f"Cannot upgrade classic group {group} to consumer group because {why}")
+    assert list_groups(broker_any.bootstrap)[group]["type"] == "classic"

@@ -303,54 +303,178 @@ def test_commits_with_member_epochs_are_visible_to_offset_fetch(broker_any, clie
           f"epochs {sorted({ex['request']['generation_id_or_member_epoch'] for ex in commits})}, group {epochs}")
 
 
-# ---------------------------------------------------------------- a classic and a consumer-protocol member
+# ---------------------------------------------------------------- online migration (classic <-> consumer)
+# Kafka 4.3.1's default group.consumer.migration.policy is bidirectional: a consumer-protocol member
+# joining a classic group converts it (upgrade), classic members are served inside a consumer group
+# through JoinGroup/SyncGroup/Heartbeat, and the group goes back to classic when the last
+# consumer-protocol member leaves (downgrade). Both brokers are held to the same outcomes.
+
+def _group_type(broker, group) -> str:
+    return list_groups(broker.bootstrap)[group]["type"]
+
+
+def _wait_type(broker, group, kind: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while _group_type(broker, group) != kind:
+        assert time.monotonic() < deadline, (group, list_groups(broker.bootstrap).get(group))
+        time.sleep(0.2)
+
+
+def _member_types(broker, group, n: int) -> list[int]:
+    view = wait_consumer_group(broker.bootstrap, group, timeout=90, members=n)
+    return sorted(m["type"] for m in view.members)  # MemberType (v1): 0 classic, 1 consumer
+
+
 def test_a_classic_member_and_a_consumer_member_share_a_group(broker_any):
+    """kafka-python (classic) starts the group; a Java 4.x consumer-protocol member upgrades it; both
+    hold a disjoint, complete share; when the consumer-protocol member leaves the group is classic again.
+    The classic member talks through the recording proxy: what it is told, normalised, is the same
+    on both brokers."""
+    from kcoord.conformance.recorder import ProxyThread
+
     group, topic = _names("cp-mixed")
     create_topic(broker_any.bootstrap, topic, PARTITIONS)
-    classic = Member("kafka-python", broker_any.bootstrap, topic, group, session_ms=6000)
-    members = [classic]
+    with ProxyThread() as proxies:
+        proxy = proxies.proxy(broker_any.bootstrap)
+        classic = Member("kafka-python", proxy.bootstrap, topic, group, session_ms=6000)
+        members = [classic]
+        try:
+            classic.wait_event("assigned", timeout=60)
+            assert _group_type(broker_any, group) == "classic"
+            before = len(proxy.transcript.sorted())
+            modern = Member("java4", broker_any.bootstrap, topic, group, group_protocol="consumer")
+            members.append(modern)
+            _settled(broker_any, group, 2)
+            owned = _wait_cover(members)
+            assert all(owned), owned
+            assert _group_type(broker_any, group) == "consumer"
+            assert _member_types(broker_any, group, 2) == [0, 1]
+            during = len(proxy.transcript.sorted())
+            # The consumer-protocol member leaves: the group goes back to classic, the classic member
+            # takes every partition.
+            modern.stop()
+            _wait_type(broker_any, group, "classic")
+            _wait_cover([classic])
+        finally:
+            _stop(members)
+        exchanges = proxy.transcript.sorted()
+    first_join = next(ex for ex in exchanges[:before] if ex["api_key"] == 11 and ex["response"]["error_code"] == 0)
+    member_id = first_join["response"]["member_id"]
+    upgraded = [ex for ex in exchanges[before:during] if ex["api_key"] in (11, 12, 14)]
+    # In the consumer group: told to rejoin by Heartbeat, then served as a follower (leader ""), with
+    # its member id kept and its member epoch as generation.
+    assert any(ex["api_key"] == 12 and ex["response"]["error_code"] == 27 for ex in upgraded), upgraded
+    joins = [ex["response"] for ex in upgraded if ex["api_key"] == 11 and ex["response"]["error_code"] == 0]
+    assert joins and all(j["leader"] == "" and j["members"] == [] and j["member_id"] == member_id
+                         and j["protocol_name"] == "range" for j in joins), joins
+    syncs = [ex for ex in upgraded if ex["api_key"] == 14 and ex["response"]["error_code"] == 0]
+    assert syncs and all(ex["request"]["assignments"] == [] for ex in syncs)
+    # Back in a classic group: it rejoins and leads it again.
+    later = [ex["response"] for ex in exchanges[during:] if ex["api_key"] == 11 and ex["response"]["error_code"] == 0]
+    assert later and later[-1]["leader"] == member_id, later
+
+
+@pytest.mark.parametrize("classic_client, assignor", [("kafka-python", "range"), ("java4", "cooperative-sticky")])
+def test_classic_members_join_a_consumer_group(broker_any, classic_client, assignor):
+    """A consumer group of two Java 4.x consumer-protocol members, then two classic members (eager
+    kafka-python, or cooperative Java): all four hold a disjoint complete assignment, on both brokers."""
+    group, topic = _names("cp-classic-in")
+    create_topic(broker_any.bootstrap, topic, PARTITIONS)
+    modern = _start(broker_any, "java4", 2, group, topic)
+    members = list(modern)
     try:
-        classic.wait_event("assigned", timeout=60)
-        assert list_groups(broker_any.bootstrap)[group]["type"] == "classic"
-        modern = Member("java4", broker_any.bootstrap, topic, group, group_protocol="consumer")
-        members.append(modern)
-        if broker_any.kind == "kcoord":
-            # kcoord does not serve online migration yet (docs/deviations.md): it answers as Kafka
-            # does with group.consumer.migration.policy=disabled. The consumer-protocol member is
-            # refused, the classic member keeps every partition and the group stays classic.
-            from kcoord.protocol_client import Admin
-            from kcoord.testing.consumer_groups import heartbeat, new_member_id
-            from wire.errors import ErrorCode
-            admin = Admin(broker_any.bootstrap)
-            try:
-                answer = heartbeat(admin.coordinator(group), group, member_id=new_member_id(), member_epoch=0,
-                                   rebalance_timeout_ms=30000, topics=[topic])
-            finally:
-                admin.close()
-            assert (answer.error_code, answer.error_message) == (
-                ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group} to consumer group because online upgrade is disabled.")
-            time.sleep(5)
-            assert modern.owned() == [], modern.events
-            assert sorted(classic.owned()) == list(range(PARTITIONS))
-            assert list_groups(broker_any.bootstrap)[group]["type"] == "classic"
-            return
-        # Kafka 4.3.1 (group.consumer.migration.policy=bidirectional by default) converts the
-        # classic group into a consumer group; the classic member stays, on JoinGroup/SyncGroup.
-        view = _settled(broker_any, group, 2)
+        _wait_cover(modern)
+        classic = [Member(classic_client, broker_any.bootstrap, topic, group, session_ms=6000, assignor=assignor)
+                   for _ in range(2)]
+        members += classic
+        _settled(broker_any, group, 4)
         owned = _wait_cover(members)
-        assert all(owned)
-        assert list_groups(broker_any.bootstrap)[group]["type"] == "consumer"
-        types = sorted(m["type"] for m in view.members)
-        assert types == [0, 1]  # MemberType (v1): 0 classic, 1 consumer
-        # The consumer-protocol member leaves: the group goes back to classic.
-        modern.stop()
-        _wait_cover([classic])
-        deadline = time.monotonic() + 30
-        while list_groups(broker_any.bootstrap)[group]["type"] != "classic":
-            assert time.monotonic() < deadline, list_groups(broker_any.bootstrap)[group]
-            time.sleep(0.2)
+        assert all(owned), owned
+        assert _group_type(broker_any, group) == "consumer"
+        assert _member_types(broker_any, group, 4) == [0, 0, 1, 1]
+        # ConsumerGroupDescribe's view agrees with what the members' callbacks say.
+        view = _settled(broker_any, group, 4)
+        assert sorted(p for m in view.members for _, p in m["assignment"]) == list(range(PARTITIONS))
     finally:
         _stop(members)
+
+
+def test_upgrade_then_downgrade_with_java_classic_consumers(broker_any):
+    """Two Java classic consumers make a classic group; a consumer-protocol member joins: the group
+    becomes a consumer group and the classic members keep consuming; it leaves: the group is classic
+    again, and the classic members rebalance as a classic group (DescribeGroups: Stable, 2 members)."""
+    group, topic = _names("cp-upgrade")
+    create_topic(broker_any.bootstrap, topic, PARTITIONS)
+    classic = [Member("java4", broker_any.bootstrap, topic, group, session_ms=6000, assignor="range", commit=True)
+               for _ in range(2)]
+    members = list(classic)
+    try:
+        _wait_cover(classic)
+        assert _group_type(broker_any, group) == "classic"
+        modern = Member("java4", broker_any.bootstrap, topic, group, group_protocol="consumer", commit=True)
+        members.append(modern)
+        _settled(broker_any, group, 3)
+        owned = _wait_cover(members)
+        assert all(owned), owned
+        assert _group_type(broker_any, group) == "consumer"
+        assert _member_types(broker_any, group, 3) == [0, 0, 1]
+        assert describe_groups(broker_any.bootstrap, group).error_code == 69  # GROUP_ID_NOT_FOUND: not classic
+        # Everyone consumes and commits (a classic member's generation is its member epoch).
+        _produce_and_wait_commits(broker_any, group, topic)
+        modern.stop()
+        _wait_type(broker_any, group, "classic")
+        _wait_cover(classic)
+        deadline = time.monotonic() + 60
+        while True:
+            d = describe_groups(broker_any.bootstrap, group)
+            if d.error_code == 0 and d.group_state == "Stable" and len(d.members) == 2:
+                break
+            assert time.monotonic() < deadline, d
+            time.sleep(0.2)
+        assert (d.protocol_type, d.protocol_data) == ("consumer", "range")
+        _produce_and_wait_commits(broker_any, group, topic)
+    finally:
+        _stop(members)
+
+
+def _produce_and_wait_commits(broker, group, topic, count: int = 48) -> None:
+    produce("kafka-python", broker.bootstrap, topic, count)
+    ends = end_offsets(broker.bootstrap, topic)
+    want = {(topic, p): off for p, off in ends.items() if off > 0}
+    deadline = time.monotonic() + 90
+    while {k: v for k, v in broker.committed(group).items() if k in want} != want:
+        assert time.monotonic() < deadline, (broker.committed(group), want)
+        time.sleep(0.2)
+
+
+def test_an_upgrade_refused_for_a_group_of_another_protocol_type(broker_any):
+    """A classic group whose protocol type is not `consumer` cannot be upgraded: ConsumerGroupHeartbeat
+    gets GROUP_ID_NOT_FOUND with Kafka's message, and the group stays classic with its member."""
+    from kcoord.protocol_client import Admin
+    from kcoord.testing.consumer_groups import heartbeat, new_member_id
+    from wire.errors import ErrorCode
+
+    group, topic = _names("cp-refused")
+    create_topic(broker_any.bootstrap, topic, PARTITIONS)
+    admin = Admin(broker_any.bootstrap)
+    try:
+        conn = admin.coordinator(group)
+        body = {"group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000, "member_id": "",
+                "group_instance_id": None, "protocol_type": "not-consumer",
+                "protocols": [{"name": "p", "metadata": b"\x00\x01"}], "reason": None}
+        joined = conn.call(11, 5, body)
+        assert joined.error_code == ErrorCode.MEMBER_ID_REQUIRED, joined
+        joined = conn.call(11, 5, {**body, "member_id": joined.member_id})
+        assert joined.error_code == 0, joined
+        answer = heartbeat(conn, group, member_id=new_member_id(), member_epoch=0, rebalance_timeout_ms=30000,
+                           topics=[topic])
+        assert (answer.error_code, answer.error_message) == (
+            ErrorCode.GROUP_ID_NOT_FOUND, f"Cannot upgrade classic group {group} to consumer group because the "
+                                          "group does not use the consumer embedded protocol.")
+        assert _group_type(broker_any, group) == "classic"
+        conn.call(13, 3, {"group_id": group, "members": [{"member_id": joined.member_id, "group_instance_id": None}]})
+    finally:
+        admin.close()
 
 
 # ---------------------------------------------------------------- what the clients send

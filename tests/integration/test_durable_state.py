@@ -58,13 +58,14 @@ def _fetch(raw, group):
     return {(t.name, p.partition_index): p.committed_offset for t in r.topics for p in t.partitions}
 
 
-def _join(raw, group, instance=None, member=""):
-    meta = b"\x00\x01\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"  # consumer subscription v1 to topic "t"
+def _join(raw, group, instance=None, member="", meta=None):
+    # A subscription to topic "t" (v1 without its owned partitions: enough for a classic group).
+    meta = meta or b"\x00\x01\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"
     r = raw.call(11, 5, {"group_id": group, "session_timeout_ms": 10000, "rebalance_timeout_ms": 10000,
                          "member_id": member, "group_instance_id": instance, "protocol_type": "consumer",
                          "protocols": [{"name": "range", "metadata": meta}]})
     if r.error_code == 79:  # MEMBER_ID_REQUIRED: rejoin with the id handed out
-        return _join(raw, group, instance, r.member_id)
+        return _join(raw, group, instance, r.member_id, meta)
     return r
 
 
@@ -372,3 +373,60 @@ def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_nev
             if server.poll() is None:
                 server.kill()
                 server.wait(10)
+
+
+def test_a_mixed_group_survives_restarts_before_and_after_the_downgrade(tmp_path):
+    """Online migration under --data-dir: a classic group upgraded by a consumer-protocol member
+    comes back after a restart as the same consumer group, its classic member still served by
+    Heartbeat/JoinGroup/SyncGroup; after the downgrade a restart brings back the classic group."""
+    from kcoord.protocol_client import Connection
+    from kcoord.testing.consumer_groups import describe, heartbeat, list_groups, new_member_id
+
+    assignment = b"\x00\x00\x00\x00\x00\x01\x00\x01t\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x01" \
+                 b"\x00\x00\x00\x02\x00\x00\x00\x03\xff\xff\xff\xff"   # consumer assignment v0: t-0..3
+    subscription = b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff"   # consumer subscription v0 to t
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        raw.call(19, 4, {"topics": [{"name": "t", "num_partitions": 4, "replication_factor": 1, "assignments": [],
+                                     "configs": []}], "timeout_ms": 5000, "validate_only": False})
+        classic = _join(raw, "mixed", meta=subscription)
+        assert _sync(raw, "mixed", classic, assignment).error_code == 0
+        modern_id = new_member_id()
+        with Connection.to(server.bootstrap) as conn:
+            hb = heartbeat(conn, "mixed", member_id=modern_id, member_epoch=0, rebalance_timeout_ms=30000,
+                           topics=["t"])
+        assert hb.error_code == 0
+        assert list_groups(server.bootstrap)["mixed"]["type"] == "consumer"
+        # The classic member is told to rejoin, and does: one reconciliation step.
+        assert raw.call(12, 3, {"group_id": "mixed", "generation_id": classic.generation_id,
+                                "member_id": classic.member_id, "group_instance_id": None}).error_code == 27
+        rejoined = _join(raw, "mixed", member=classic.member_id, meta=subscription)
+        assert rejoined.error_code == 0 and rejoined.leader == ""
+        epochs = {m["member_id"]: m["member_epoch"] for m in describe(server.bootstrap, "mixed").members}
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        view = describe(server.bootstrap, "mixed")
+        assert {m["member_id"]: (m["member_epoch"], m["type"]) for m in view.members} == {
+            classic.member_id: (epochs[classic.member_id], 0), modern_id: (epochs[modern_id], 1)}
+        sync = raw.call(14, 3, {"group_id": "mixed", "generation_id": rejoined.generation_id,
+                                "member_id": classic.member_id, "group_instance_id": None, "assignments": []})
+        assert sync.error_code in (0, 27), sync   # served as a classic member of a consumer group
+        with Connection.to(server.bootstrap) as conn:
+            assert heartbeat(conn, "mixed", member_id=modern_id, member_epoch=-1).error_code == 0
+        # The last consumer-protocol member left: the group is classic again, rebalancing.
+        assert list_groups(server.bootstrap)["mixed"]["type"] == "classic"
+        group = server.app.coordinator.core.group("mixed")
+        assert list(group.members) == [classic.member_id] and str(group.state) == "PreparingRebalance"
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        group = server.app.coordinator.core.group("mixed")
+        assert server.app.coordinator.core.consumer_group("mixed") is None
+        assert list(group.members) == [classic.member_id] and group.protocol_type == "consumer"
+    finally:
+        server.stop()

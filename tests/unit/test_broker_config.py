@@ -25,6 +25,7 @@ KAFKA_DEFAULTS = {
     "group.consumer.assignors": "uniform,range",
     "group.consumer.assignment.interval.ms": "1000",
     "group.consumer.regex.refresh.interval.ms": "600000",
+    "group.consumer.migration.policy": "bidirectional",
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",

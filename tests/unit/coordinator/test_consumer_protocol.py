@@ -387,9 +387,10 @@ def test_offset_commit_checks_member_epochs():
 
 
 def test_classic_join_to_a_consumer_group_is_refused_and_an_empty_one_gives_way():
+    # Refused with group.consumer.migration.policy=disabled (test_migration.py: the other policies).
     from tests.unit.coordinator.harness import Box
     from kcoord.coordinator import JoinRequest
-    h = ConsumerHarness()
+    h = ConsumerHarness(consumer_migration_policy="disabled")
     h.hb("m1", 0)
     box = Box()
     h.c.join_group(JoinRequest("g", "", None, "consumer", [("range", b"")], 10000, 30000, "c", "/h"), box)
@@ -403,7 +404,7 @@ def test_classic_join_to_a_consumer_group_is_refused_and_an_empty_one_gives_way(
 def test_heartbeat_to_a_non_empty_classic_group_is_refused():
     from tests.unit.coordinator.harness import Box
     from kcoord.coordinator import JoinRequest
-    h = ConsumerHarness()
+    h = ConsumerHarness(consumer_migration_policy="disabled")
     box = Box()
     h.c.join_group(JoinRequest("g", "", None, "consumer", [("range", b"")], 10000, 30000, "c", "/h",
                                require_known_member_id=False), box)

@@ -150,3 +150,43 @@ def test_consumer_group_records_in_kafkas_schemas():
     assert regex_value == b"\x00\x00" + b"\x02\x02t" + struct.pack(">qq", 0, 1234) + b"\x00"
     gone = consumer_group_records(value, "g", with_regex)
     assert (gone[0][0], gone[0][1]) == (key, None)
+
+
+def test_conversions_end_one_kinds_records_and_start_the_others():
+    """Online migration in __consumer_offsets, in Kafka's order: the upgrade writes the classic
+    group's tombstone (type 2) before the consumer group's records; the downgrade the consumer
+    group's tombstones before its GroupMetadata record. Offsets stay."""
+    import struct
+
+    from kcoord.coordinator.requests import OffsetCommitPartition, OffsetCommitRequest
+    from tests.unit.coordinator.test_migration import classic_group, harness
+
+    h = harness()
+    store = TopicStore()
+    topic = co.OffsetsTopic(store, partitions=1, now_ms=lambda: 1000)
+    h.c.record_sink = topic
+    first, _ = classic_group(h)
+    assert h.c.commit_offsets(OffsetCommitRequest("g", first, 1, None, [OffsetCommitPartition("t", 0, 5)])).error == 0
+
+    def kinds(start: int) -> list[tuple[int, bool]]:
+        out = []
+        for _, (k, v) in _raw(store.get(co.TOPIC).partitions[0], start):
+            out.append((struct.unpack(">h", k[:2])[0], v is None))
+        return out
+
+    mark = store.get(co.TOPIC).partitions[0].high_watermark
+    h.hb("m3", 0)
+    upgrade = kinds(mark)
+    assert upgrade[0] == (2, True) and (3, False) in upgrade and 2 not in [t for t, _ in upgrade[1:]]
+    mark = store.get(co.TOPIC).partitions[0].high_watermark
+    h.hb("m3", -1, owned=None, partial=True)
+    downgrade = kinds(mark)
+    assert downgrade[-1] == (2, False)
+    assert all(dead for t, dead in downgrade[:-1]) and {t for t, _ in downgrade[:-1]} == {3, 5, 6, 7, 8}
+    assert h.c.fetch_offsets("g", [("t", 0)])[1][0].offset == 5
+
+
+def _raw(partition, start):
+    for batch in R.iter_batches(partition.read(start, 1 << 20)):
+        for record in R.decode_records(batch):
+            yield record.offset, (record.key, record.value)
