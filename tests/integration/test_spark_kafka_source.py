@@ -201,10 +201,17 @@ def test_kafka_group_id_option(spark, broker_any):
     if isinstance(broker_any, KafkaHandle) and (isinstance(got, Exception) or set(got) != expected(rows)):
         # Twice in six full runs against the reference Kafka (never on kcoord), this read saw
         # nothing, or failed with "Could not read records in offset [0, 6)", though every record
-        # had been acknowledged and was in the log (docs/conformance.md): read once more, with a
-        # group id of its own, and the second read must be exact.
-        print(f"the reference Kafka's first read with kafka.group.id gave {got!r:.300}; reading again")
-        got = read(spark, broker_any.bootstrap, subscribe=topic, **{"kafka.group.id": _name("sk-gid-again")})
+        # had been acknowledged and was in the log (docs/conformance.md): read again, each time
+        # with a group id of its own, at most twice more (once, under a heavily loaded machine,
+        # the second read saw nothing as well), and the last read must be exact.
+        for attempt in (2, 3):
+            print(f"the reference Kafka's read with kafka.group.id gave {got!r:.300}; reading again ({attempt} of 3)")
+            try:
+                got = read(spark, broker_any.bootstrap, subscribe=topic, **{"kafka.group.id": _name("sk-gid-again")})
+            except Exception as err:  # noqa: BLE001
+                got = err
+            if not isinstance(got, Exception) and set(got) == expected(rows):
+                break
     if isinstance(got, Exception):
         raise got
     assert set(got) == expected(rows) and len(got) == len(rows)
