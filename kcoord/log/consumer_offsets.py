@@ -399,6 +399,7 @@ class OffsetsTopic:
         # Kafka's coordinator too keeps the count it started with if the topic grows.
         self._count: tuple[object, int] | None = None
         self._compacted: dict[int, int] = {}  # partition -> its bytes after its last compaction
+        self._sizes: dict[int, int] = {}      # partition -> its bytes (at least) since then
         # Each consumer group's last snapshot written, for the tombstones of members gone since.
         self._consumer_groups: dict[str, dict] = {}
 
@@ -420,6 +421,8 @@ class OffsetsTopic:
         now = self.now_ms()
         grouped: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
         written: dict[str, dict | None] = {}
+        # A commit's records all name one group: hash its id (Java's String.hashCode) once.
+        partition_of: dict[str, int] = {}
         for record in records:
             if isinstance(record, ConsumerGroupRecord):
                 previous = written[record.group_id] if record.group_id in written \
@@ -434,7 +437,10 @@ class OffsetsTopic:
                 committed = self.topics.get(record.topic)
                 topic_id = None if committed is None else committed.topic_id
             group_id, key, value = kafka_record(record, topic_id)
-            grouped.setdefault(self.partition_for(group_id, topic), []).append((key, value, now))
+            index = partition_of.get(group_id)
+            if index is None:
+                index = partition_of[group_id] = self.partition_for(group_id, topic)
+            grouped.setdefault(index, []).append((key, value, now))
         batches = []
         for index, entries in grouped.items():
             partition = topic.partitions[index]
@@ -450,9 +456,13 @@ class OffsetsTopic:
         for index, data in batches:
             partition = topic.partitions[index]
             partition.restore(data)
-            if partition.size_bytes() >= max(COMPACT_MIN_BYTES, 2 * self._compacted.get(index, 0)):
+            # Counted here rather than summed over the partition's batches on every append; an
+            # overcount (records deleted meanwhile) only brings the next compaction forward.
+            size = self._sizes.get(index)
+            size = self._sizes[index] = partition.size_bytes() if size is None else size + len(data)
+            if size >= max(COMPACT_MIN_BYTES, 2 * self._compacted.get(index, 0)):
                 self.compact_partition(partition)
-                self._compacted[index] = partition.size_bytes()
+                self._compacted[index] = self._sizes[index] = partition.size_bytes()
         if batches:
             self.topics.notify_appended()
 
@@ -461,7 +471,7 @@ class OffsetsTopic:
         topic = self.topics.get(TOPIC)
         for partition in topic.partitions if topic is not None else ():
             self.compact_partition(partition)
-            self._compacted[partition.index] = partition.size_bytes()
+            self._compacted[partition.index] = self._sizes[partition.index] = partition.size_bytes()
 
     @staticmethod
     def compact_partition(partition) -> None:

@@ -57,8 +57,15 @@ def _unb64(text: str) -> bytes:
     return base64.b64decode(text)
 
 
+# One encoder for every record: json.dumps with `separators` builds a new one per call.
+_ENCODE_JSON = json.JSONEncoder(separators=(",", ":")).encode
+
+
+_json_str = json.encoder.encode_basestring_ascii
+
+
 def _json(kind: bytes, value) -> bytes:
-    return kind + json.dumps(value, separators=(",", ":")).encode()
+    return kind + _ENCODE_JSON(value).encode()
 
 
 def encode_group(record: dict) -> dict:
@@ -92,12 +99,14 @@ def _payload(record: Record) -> bytes:
             return _json(b"c", {"group_id": record.group_id})
         return _json(b"C", record.value)
     if isinstance(record, OffsetCommitRecord):
-        key = {"g": record.group_id, "t": record.topic, "p": record.partition}
         v = record.value
         if v is None:
-            return _json(b"o", key)
-        return _json(b"O", {**key, "o": v.offset, "e": v.leader_epoch, "m": v.metadata, "c": v.commit_ms,
-                            "x": v.expire_ms})
+            return _json(b"o", {"g": record.group_id, "t": record.topic, "p": record.partition})
+        # The commonest record, spelled out: the bytes _json makes of the same dict, at a
+        # fraction of the cost of encoding a dict per committed partition.
+        return (f'O{{"g":{_json_str(record.group_id)},"t":{_json_str(record.topic)},"p":{int(record.partition)},'
+                f'"o":{int(v.offset)},"e":{int(v.leader_epoch)},"m":{_json_str(v.metadata)},"c":{int(v.commit_ms)},'
+                f'"x":{"null" if v.expire_ms is None else int(v.expire_ms)}}}').encode()
     raise TypeError(f"no encoding for a {type(record).__name__}")
 
 
