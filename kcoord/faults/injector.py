@@ -33,6 +33,7 @@ from typing import Awaitable, Callable
 from kcoord.api import NoErrorResponse, named_group, registry
 from wire import codec
 from wire.errors import ErrorCode
+from wire.types import Message
 
 log = logging.getLogger("kcoord.faults")
 
@@ -164,6 +165,17 @@ class FaultRule:
         return True
 
 
+# api key -> whether its requests name their one group in `group_id`, filled on first sight.
+class _OneGroupApis(dict):
+    def __missing__(self, api_key):
+        descriptor = registry().get(api_key)
+        self[api_key] = named = descriptor is not None and descriptor.groups is named_group
+        return named
+
+
+_NAMES_ONE_GROUP = _OneGroupApis()
+
+
 def request_group(api_key: int, api_version: int, body) -> str | None:
     """The group a rule's `group` is matched against: the first the request names."""
     descriptor = registry().get(api_key)
@@ -252,11 +264,15 @@ class FaultInjector:
     # ------------------------------------------------------------ the server hook
     def note(self, req) -> str | None:
         """Count a request and keep it in the history (what a client did after a fault); its group."""
-        self.seen[req.api_key] = self.seen.get(req.api_key, 0) + 1
+        key = req.api_key
+        self.seen[key] = self.seen.get(key, 0) + 1
         self._seq += 1
         body = req.body
-        group = request_group(req.api_key, req.api_version, body) if isinstance(body, dict) else None
-        self.history.append((self._seq, req.api_key, group))
+        if type(body) is Message and _NAMES_ONE_GROUP[key]:
+            group = body.get("group_id")
+        else:
+            group = request_group(key, req.api_version, body) if isinstance(body, dict) else None
+        self.history.append((self._seq, key, group))
         return group
 
     async def around(self, req, handle: Callable[[], Awaitable[bytes | None]],
