@@ -32,6 +32,7 @@ import asyncio
 import base64
 import json
 import logging
+import os
 import struct
 import uuid
 from pathlib import Path
@@ -202,9 +203,16 @@ class DurableState:
             self._sync_task = asyncio.get_running_loop().create_task(self._sync_every_interval())
 
     async def _sync_every_interval(self) -> None:
+        # The fsync runs in a worker thread: on the loop's thread it stalled every connection for
+        # as long as the disk took (the writes themselves stay on the loop, in order).
         while True:
             await asyncio.sleep(self.fsync_interval_ms / 1000)
-            self.log.sync()
+            fd = self.log.sync_handle()
+            if fd is not None:
+                try:
+                    await asyncio.to_thread(os.fsync, fd)
+                finally:
+                    os.close(fd)
 
     async def close(self) -> None:
         if self._sync_task is not None:
