@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import resource
 import statistics
@@ -51,17 +52,45 @@ def start_server() -> tuple[subprocess.Popen, str]:
     return proc, line.rsplit(" ", 1)[1].strip()
 
 
+class SharedMember(RawMember):
+    """A member whose connection other members use too, one request at a time: the coordinator
+    sees the same members, groups and heartbeats, over fewer sockets."""
+
+    async def call(self, api_key: int, version: int, body: dict):
+        async with self.lock:
+            return await super().call(api_key, version, body)
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def run(args, bootstrap: str, server_pid: int | None) -> dict:
     per_group = args.members // args.groups
-    members = [RawMember(bootstrap, f"load-{i // per_group}", i) for i in range(per_group * args.groups)]
+    share = max(args.members_per_connection, 1)
+    cls = SharedMember if share > 1 else RawMember
+    members = [cls(bootstrap, f"load-{i // per_group}", i) for i in range(per_group * args.groups)]
     gate = asyncio.Semaphore(200)  # do not overflow the listen backlog
 
     async def connect(m):
         async with gate:
             await m.connect()
+    rss_base = rss_mib(server_pid)   # the server before any member: what members add is measured from here
     t0 = time.monotonic()
-    await asyncio.gather(*(connect(m) for m in members))
-    print(f"{len(members)} connections in {time.monotonic() - t0:.1f}s", flush=True)
+    owners = members[::share]
+    await asyncio.gather(*(connect(m) for m in owners))
+    for i, m in enumerate(members):
+        if share > 1:
+            owner = owners[i // share]
+            if owner is m:
+                m.lock = asyncio.Lock()
+            else:
+                m.reader, m.writer, m.lock = owner.reader, owner.writer, owner.lock
+    print(f"{len(owners)} connections for {len(members)} members in {time.monotonic() - t0:.1f}s", flush=True)
     t0 = time.monotonic()
     results = await asyncio.gather(*(m.join_and_sync() for m in members), return_exceptions=True)
     failed = [r for r in results if isinstance(r, Exception)]
@@ -76,6 +105,7 @@ async def run(args, bootstrap: str, server_pid: int | None) -> dict:
     errors: dict[str, int] = {}
     interval = args.heartbeat_ms / 1000
     rss_start = rss_mib(server_pid)
+    cpu_start = cpu_seconds(server_pid)
     start = time.monotonic()
     deadline = start + args.duration
 
@@ -109,6 +139,7 @@ async def run(args, bootstrap: str, server_pid: int | None) -> dict:
     prog.cancel()
     elapsed = min(time.monotonic() - start, args.duration)  # heartbeats are only sent before the deadline
     rss_end = rss_mib(server_pid)
+    cpu_end = cpu_seconds(server_pid)
     changed = sum(1 for m in members if generations[m.group] != m.generation)
     latencies.sort()
     return {
@@ -120,6 +151,10 @@ async def run(args, bootstrap: str, server_pid: int | None) -> dict:
         "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1000, 2),
         "server_rss_start_mib": rss_start, "server_rss_end_mib": rss_end,
         "rebalances": rebalances, "members_with_new_generation": changed, "errors": errors,
+        "connections": len(owners),
+        "server_cpu_percent": None if cpu_start is None else round((cpu_end - cpu_start) / elapsed * 100, 1),
+        "server_rss_per_member_kib": None if rss_end is None or rss_base is None
+        else round((rss_end - rss_base) * 1024 / len(members), 2),
     }
 
 
@@ -129,6 +164,9 @@ def main():
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--duration", type=float, default=600, help="seconds of steady heartbeating (default 600)")
     ap.add_argument("--heartbeat-ms", type=int, default=3000, help="heartbeat.interval.ms (default 3000, Kafka's)")
+    ap.add_argument("--members-per-connection", type=int, default=1,
+                    help="members sharing one connection (a process here may hold 20,000 sockets; "
+                         "100,000 members need sharing)")
     ap.add_argument("--bootstrap", default=None, help="an already running server (default: start kcoord)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -150,7 +188,9 @@ def main():
         print(f"members {result['members']} in {result['groups']} groups, {result['duration_s']}s steady")
         print(f"heartbeats/s {result['heartbeats_per_s']} (expected {result['expected_per_s']})  "
               f"p50 {result['p50_ms']} ms  p99 {result['p99_ms']} ms")
-        print(f"server RSS start {result['server_rss_start_mib']:.1f} MiB  end {result['server_rss_end_mib']:.1f} MiB")
+        print(f"server RSS start {result['server_rss_start_mib']:.1f} MiB  end {result['server_rss_end_mib']:.1f} MiB  "
+              f"({result['server_rss_per_member_kib']} KiB per member over the empty server)  "
+              f"server CPU {result['server_cpu_percent']}% of a core  connections {result['connections']}")
         print(f"rebalances {result['rebalances']}  members whose generation changed "
               f"{result['members_with_new_generation']}  errors {result['errors']}")
 
