@@ -36,6 +36,8 @@ CLOSE_WAIT_S = 5.0
 
 class Connection:
     _next_id = 0
+    # One per connection, tens of thousands per server: slots, not a __dict__ each.
+    __slots__ = ("id", "transport", "host", "port", "client_software", "sasl", "principal", "close_after_response")
 
     def __init__(self, transport: asyncio.BaseTransport):
         Connection._next_id += 1
@@ -90,6 +92,9 @@ class _ConnectionProtocol(asyncio.Protocol):
     wake-up in between. Any other request, or an inline one that does wait after all (a
     fault rule's delay), runs in a task, and the connection reads no further frame until
     it is answered."""
+
+    __slots__ = ("server", "loop", "buf", "conn", "transport", "busy", "task", "read_paused", "write_paused",
+                 "eof", "closing", "lost", "idle_since", "idle_handle")
 
     def __init__(self, server: "KafkaServer"):
         self.server = server
