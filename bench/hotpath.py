@@ -369,7 +369,7 @@ async def paced(members: list[Member], frames, rate: float, seconds: float) -> d
     return result
 
 
-async def join_round(bootstrap: str, n: int, group: str, timeout: float = 120) -> float:
+async def join_round(bootstrap: str, n: int, group: str, timeout: float = 60) -> float:
     conns = await asyncio.gather(*(connect(bootstrap) for _ in range(n)))
     members = [Member(c, group, i) for i, c in enumerate(conns)]
     t0 = time.perf_counter()
@@ -381,7 +381,7 @@ async def join_round(bootstrap: str, n: int, group: str, timeout: float = 120) -
             c.transport.close()
 
 
-async def rebalance_round(bootstrap: str, n: int, group: str, timeout: float = 180) -> float:
+async def rebalance_round(bootstrap: str, n: int, group: str, timeout: float = 120) -> float:
     """A group of n members, then one more member joins: seconds until all n+1 are synced again."""
     conns = await asyncio.gather(*(connect(bootstrap) for _ in range(n + 1)))
     members = [Member(c, group, i) for i, c in enumerate(conns)]
@@ -393,7 +393,10 @@ async def rebalance_round(bootstrap: str, n: int, group: str, timeout: float = 1
         async def rejoin(m):
             while True:
                 code = await heartbeat_once(m)
-                if code == ErrorCode.REBALANCE_IN_PROGRESS:
+                if code in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION):
+                    return await m.join_and_sync()   # as a client does on either
+                if code == ErrorCode.UNKNOWN_MEMBER_ID:
+                    m.member_id = ""
                     return await m.join_and_sync()
                 if code:
                     raise RuntimeError(f"heartbeat: {ErrorCode.of(code)!r}")

@@ -43,8 +43,9 @@ def rss_mib(pid: int | None) -> float | None:
     return None
 
 
-def start_server() -> tuple[subprocess.Popen, str]:
+def start_server(delay_ms: int = 3000) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "kcoord", "serve", "--listen", "127.0.0.1:0",
+                             "--initial-rebalance-delay-ms", str(delay_ms),
                              "--log-level", "WARNING"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     line = proc.stdout.readline()
     if "listening on" not in line:
@@ -56,7 +57,14 @@ class SharedMember(RawMember):
     """A member whose connection other members use too, one request at a time: the coordinator
     sees the same members, groups and heartbeats, over fewer sockets."""
 
+    lock = None   # set once the member shares a connection (it joins over one of its own)
+    # Joining 100,000 members in waves takes minutes, and the first waves send no heartbeat
+    # meanwhile: a session long enough to outlast it (kcoord's maximum is 30 minutes).
+    session_timeout_ms = 600_000
+
     async def call(self, api_key: int, version: int, body: dict):
+        if self.lock is None:
+            return await super().call(api_key, version, body)
         async with self.lock:
             return await super().call(api_key, version, body)
 
@@ -82,20 +90,37 @@ async def run(args, bootstrap: str, server_pid: int | None) -> dict:
     rss_base = rss_mib(server_pid)   # the server before any member: what members add is measured from here
     t0 = time.monotonic()
     owners = members[::share]
-    await asyncio.gather(*(connect(m) for m in owners))
-    for i, m in enumerate(members):
-        if share > 1:
+    if share > 1:
+        # A parked JoinGroup holds its connection (a broker answers a connection's requests in
+        # order), so members join over connections of their own, a wave of groups at a time,
+        # and share connections only for the heartbeats.
+        wave = max(5000 // per_group, 1) * per_group
+        for start in range(0, len(members), wave):
+            batch = members[start:start + wave]
+            await asyncio.gather(*(connect(m) for m in batch))
+            results = await asyncio.gather(*(m.join_and_sync() for m in batch), return_exceptions=True)
+            failed = [r for r in results if isinstance(r, Exception)]
+            if failed:
+                raise RuntimeError(f"{len(failed)} members could not join: {failed[0]!r}")
+            for m in batch:
+                m.writer.close()
+        await asyncio.gather(*(connect(m) for m in owners))
+        for i, m in enumerate(members):
             owner = owners[i // share]
             if owner is m:
                 m.lock = asyncio.Lock()
             else:
                 m.reader, m.writer, m.lock = owner.reader, owner.writer, owner.lock
-    print(f"{len(owners)} connections for {len(members)} members in {time.monotonic() - t0:.1f}s", flush=True)
-    t0 = time.monotonic()
-    results = await asyncio.gather(*(m.join_and_sync() for m in members), return_exceptions=True)
-    failed = [r for r in results if isinstance(r, Exception)]
-    if failed:
-        raise RuntimeError(f"{len(failed)} members could not join: {failed[0]!r}")
+        print(f"{len(members)} members joined over their own connections, now sharing {len(owners)}, "
+              f"in {time.monotonic() - t0:.1f}s", flush=True)
+    else:
+        await asyncio.gather(*(connect(m) for m in owners))
+        print(f"{len(owners)} connections for {len(members)} members in {time.monotonic() - t0:.1f}s", flush=True)
+        t0 = time.monotonic()
+        results = await asyncio.gather(*(m.join_and_sync() for m in members), return_exceptions=True)
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:
+            raise RuntimeError(f"{len(failed)} members could not join: {failed[0]!r}")
     generations = {m.group: m.generation for m in members}
     print(f"{len(members)} members in {args.groups} groups joined and synced in "
           f"{time.monotonic() - t0:.1f}s", flush=True)
@@ -164,6 +189,8 @@ def main():
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--duration", type=float, default=600, help="seconds of steady heartbeating (default 600)")
     ap.add_argument("--heartbeat-ms", type=int, default=3000, help="heartbeat.interval.ms (default 3000, Kafka's)")
+    ap.add_argument("--initial-rebalance-delay-ms", type=int, default=3000,
+                    help="the started server's group.initial.rebalance.delay.ms (default Kafka's 3000)")
     ap.add_argument("--members-per-connection", type=int, default=1,
                     help="members sharing one connection (a process here may hold 20,000 sockets; "
                          "100,000 members need sharing)")
@@ -175,7 +202,7 @@ def main():
     proc = None
     bootstrap = args.bootstrap
     if bootstrap is None:
-        proc, bootstrap = start_server()
+        proc, bootstrap = start_server(args.initial_rebalance_delay_ms)
     try:
         result = asyncio.run(run(args, bootstrap, proc.pid if proc else None))
     finally:
