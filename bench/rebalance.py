@@ -248,6 +248,8 @@ def time_to_stable(client: str, bootstrap: str, n: int, timeout: float = 60) -> 
 # raw heartbeats
 # ---------------------------------------------------------------------------
 class RawMember:
+    session_timeout_ms = 30000
+
     def __init__(self, bootstrap: str, group: str, index: int):
         self.host, port = bootstrap.rsplit(":", 1)
         self.port = int(port)
@@ -270,7 +272,7 @@ class RawMember:
 
     async def join_and_sync(self):
         while True:
-            r = await self.call(11, 5, {"group_id": self.group, "session_timeout_ms": 30000,
+            r = await self.call(11, 5, {"group_id": self.group, "session_timeout_ms": self.session_timeout_ms,
                                         "rebalance_timeout_ms": 30000, "member_id": self.member_id,
                                         "group_instance_id": None, "protocol_type": "consumer",
                                         "protocols": [{"name": "range", "metadata": b""}]})

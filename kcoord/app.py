@@ -80,6 +80,7 @@ class Kcoord:
         if self.journal_topic is not None:
             self.journal_topic.start()  # after durable state put back the topic's earlier records
         host, port = await self.server.start()
+        self.metrics.watch_loop()
         # A listener on port 0 learns its port only now; advertise the real one.
         if self.config.advertised_port in (None, 0) and self.config.listen_port == 0:
             self.config.advertised_port = port
@@ -96,6 +97,7 @@ class Kcoord:
     async def close(self) -> None:
         if self.http is not None:
             await self.http.close()
+        self.metrics.stop_watching()
         await self.server.close()
         await self.coordinator.close()
         if self.journal is not None:

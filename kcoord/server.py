@@ -20,10 +20,13 @@ from kcoord.limits import ConnectionLimits
 from wire import codec
 from wire.codec import API_VERSIONS_KEY, UnsupportedVersionError
 from wire.errors import ErrorCode
-from wire.framing import FrameError, FrameTooLarge, encode_frame, read_frame
+from wire.framing import FrameError, FrameTooLarge, check_size, encode_frame
 from wire.types import DecodeError
 
 log = logging.getLogger("kcoord.server")
+
+_SIZE = struct.Struct(">i")
+_API_KEY = struct.Struct(">h")
 
 # How long a closing connection may take to flush what it still has to send.
 CLOSE_GRACE_S = 1.0
@@ -33,13 +36,14 @@ CLOSE_WAIT_S = 5.0
 
 class Connection:
     _next_id = 0
+    # One per connection, tens of thousands per server: slots, not a __dict__ each.
+    __slots__ = ("id", "transport", "host", "port", "client_software", "sasl", "principal", "close_after_response")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(self, transport: asyncio.BaseTransport):
         Connection._next_id += 1
         self.id = Connection._next_id
-        self.reader = reader
-        self.writer = writer
-        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
         self.host, self.port = peer[0], peer[1]
         self.client_software: tuple[str, str] | None = None   # from ApiVersions v3+
         # kcoord.security.gate.ConnectionAuth, while SASL is on: the login's progress.
@@ -50,6 +54,228 @@ class Connection:
 
     def __repr__(self):
         return f"connection {self.id} from {self.host}:{self.port}"
+
+
+async def _resume(coro, awaited):
+    """Carry on, inside a task, a request coroutine that was started outside one and suspended
+    on `awaited` (what a Task does with a coroutine it steps)."""
+    while True:
+        if awaited is None:        # a bare yield (asyncio.sleep(0))
+            await asyncio.sleep(0)
+        else:
+            # The coroutine's own await marked the future as waited on; a Task clears the mark
+            # before it waits in its turn, or awaiting it again is refused.
+            awaited._asyncio_future_blocking = False
+            try:
+                await awaited
+            except BaseException:  # the coroutine reads the outcome from the future itself
+                if not awaited.done():   # this task was cancelled while the future still runs
+                    awaited.cancel()
+            if not awaited.done():
+                try:
+                    awaited = coro.throw(asyncio.CancelledError())
+                except StopIteration as stop:
+                    return stop.value
+                continue
+        try:
+            awaited = coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+
+
+class _ConnectionProtocol(asyncio.Protocol):
+    """One client connection: frames in, one request at a time, responses out in order.
+
+    A Protocol rather than a stream reader and a task per connection: a request whose API
+    answers without waiting (Heartbeat, OffsetCommit, ...: `ApiDescriptor.inline`) is
+    handled inside the read callback and answered at once, with no task, future or
+    wake-up in between. Any other request, or an inline one that does wait after all (a
+    fault rule's delay), runs in a task, and the connection reads no further frame until
+    it is answered."""
+
+    __slots__ = ("server", "loop", "buf", "conn", "transport", "busy", "task", "read_paused", "write_paused",
+                 "eof", "closing", "lost", "idle_since", "idle_handle")
+
+    def __init__(self, server: "KafkaServer"):
+        self.server = server
+        self.loop = asyncio.get_running_loop()
+        self.buf = bytearray()
+        self.conn: Connection | None = None
+        self.transport = None
+        self.busy = False            # a request is being handled (or its answer cannot be written yet)
+        self.task: asyncio.Task | None = None
+        self.read_paused = False
+        self.write_paused = False
+        self.eof = False
+        self.closing = False
+        self.lost = False
+        self.idle_since = 0.0
+        self.idle_handle: asyncio.TimerHandle | None = None
+
+    # ---------------------------------------------------------------- transport events
+    def connection_made(self, transport):
+        self.transport = transport
+        conn = self.conn = Connection(transport)
+        if not self.server.limits.admit(conn.host):
+            self.conn = None
+            transport.abort()
+            return
+        self.server._connections[self] = None
+        self.idle_since = self.loop.time()
+        idle = self.server.limits.idle_seconds
+        if idle is not None:
+            self.idle_handle = self.loop.call_at(self.idle_since + idle, self._idle_check)
+
+    def data_received(self, data):
+        self.buf += data
+        if not self.busy:
+            self._process()
+        if self.busy and not self.read_paused and len(self.buf) > self.server.limits.max_buffered_bytes:
+            # Pipelined requests beyond the read-ahead bound wait in the client's socket.
+            self.read_paused = True
+            self.transport.pause_reading()
+
+    def eof_received(self):
+        self.eof = True
+        if not self.busy:
+            self._process()
+        return True  # half-closed: the requests already read are still answered
+
+    def pause_writing(self):
+        self.write_paused = True
+
+    def resume_writing(self):
+        self.write_paused = False
+        if not self.busy:
+            self._process()
+
+    def connection_lost(self, exc):
+        self.closing = True
+        self.lost = True
+        if self.idle_handle is not None:
+            self.idle_handle.cancel()
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        if self.conn is not None and self.server._connections.pop(self, False) is None:
+            self.server.limits.release(self.conn.host)
+
+    # ---------------------------------------------------------------- requests
+    def _next_frame(self) -> bytes | None:
+        buf = self.buf
+        if len(buf) < 4:
+            return None
+        size = _SIZE.unpack_from(buf, 0)[0]
+        check_size(size, self.server.max_frame_bytes)
+        if len(buf) - 4 < size:
+            return None
+        payload = bytes(buf[4:4 + size])
+        del buf[:4 + size]
+        return payload
+
+    def _process(self) -> None:
+        """Handle the complete frames read so far, one after another, until one must wait."""
+        server = self.server
+        while not self.busy and not self.closing and not self.write_paused:
+            try:
+                payload = self._next_frame()
+            except FrameTooLarge as err:
+                server.limits.hit("socket.request.max.bytes", self.conn.host, "closing %s: %s", self.conn, err)
+                return self.close()
+            except FrameError as err:
+                log.warning("closing %s: %s", self.conn, err)
+                return self.close()
+            if payload is None:
+                if self.eof:
+                    if self.buf:
+                        log.warning("closing %s: connection closed inside a frame (%d bytes of it read)",
+                                    self.conn, len(self.buf))
+                    self.close()
+                elif self.read_paused:
+                    self.read_paused = False
+                    self.transport.resume_reading()
+                return
+            self.busy = True
+            coro = server._request(self.conn, payload)
+            api = server.apis.get(_API_KEY.unpack_from(payload, 0)[0]) if len(payload) >= 2 else None
+            if api is None or not api.inline:
+                self._in_task(coro)
+                return
+            try:
+                awaited = coro.send(None)
+            except StopIteration as stop:
+                self._answer(stop.value)
+                continue
+            except BaseException as exc:
+                self._failed(exc)
+                return
+            self._in_task(_resume(coro, awaited))
+            return
+
+    def _in_task(self, coro) -> None:
+        self.task = task = self.loop.create_task(coro)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task) -> None:
+        self.task = None
+        if task.cancelled():
+            return self.close()
+        exc = task.exception()
+        if exc is not None:
+            return self._failed(exc)
+        self._answer(task.result())
+        if not self.busy:
+            self._process()
+
+    def _failed(self, exc: BaseException) -> None:
+        if not isinstance(exc, (ConnectionError, asyncio.CancelledError)):
+            log.error("closing %s after an internal error", self.conn, exc_info=exc)
+        self.close()
+
+    def _answer(self, response) -> None:
+        """Send a request's response (bytes), nothing (None), or close the connection (False)."""
+        if self.closing:
+            return
+        if response is False:
+            return self.close()
+        conn = self.conn
+        if response is not None:
+            for observe in self.server.frame_observers:
+                observe(conn, "response", response)
+            self.transport.write(encode_frame(response))
+        if conn.close_after_response:
+            return self.close()
+        self.busy = False
+        self.idle_since = self.loop.time()
+
+    def _idle_check(self) -> None:
+        # One timer per connection, moved on only when it fires: no timer per request.
+        if self.closing:
+            return
+        idle = self.server.limits.idle_seconds
+        now = self.loop.time()
+        if idle is None:
+            return
+        if self.busy:
+            self.idle_handle = self.loop.call_at(now + idle, self._idle_check)
+        elif now - self.idle_since >= idle:
+            limits = self.server.limits
+            limits.hit("connections.max.idle.ms", self.conn.host, "closing %s: idle for %d ms "
+                       "(connections.max.idle.ms)", self.conn, limits.idle_ms)
+            self.close()
+        else:
+            self.idle_handle = self.loop.call_at(self.idle_since + idle, self._idle_check)
+
+    def close(self) -> None:
+        if self.closing:
+            return
+        self.closing = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+        transport = self.transport
+        transport.close()
+        # A peer that stops reading keeps unsent bytes in the buffer, and closing waits for
+        # them: bounded, so one such client cannot hold a SIGTERM'd server's shutdown.
+        self.loop.call_later(CLOSE_GRACE_S, lambda: transport.is_closing() and transport.abort())
 
 
 class KafkaServer:
@@ -66,7 +292,7 @@ class KafkaServer:
         self.acls = acls  # kcoord.security.acls.Authorizer when ACLs are on (--acls, --group-acls)
         self.limit_hits = self.limits.hits
         self._server: asyncio.base_events.Server | None = None
-        self._connections: dict[asyncio.Task, asyncio.StreamWriter] = {}  # each connection's task
+        self._connections: dict[_ConnectionProtocol, None] = {}  # the open connections
         # Callables (connection, "request"|"response", payload) seeing every frame: traffic capture.
         self.frame_observers: list = []
         self.metrics = None  # kcoord.admin.metrics.Metrics, set by the app
@@ -75,8 +301,9 @@ class KafkaServer:
         self.apis = registry()
 
     async def start(self) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True,
-                                                  limit=self.limits.max_buffered_bytes, ssl=self.ssl_context)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _ConnectionProtocol(self), self.host, self.port,
+                                                reuse_address=True, ssl=self.ssl_context)
         sock = self._server.sockets[0].getsockname()
         self.port = sock[1]
         return sock[0], sock[1]
@@ -84,81 +311,33 @@ class KafkaServer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            # Bounded: a connection task that does not end on cancel must not hold the shutdown
+        connections = list(self._connections)
+        tasks = [c.task for c in connections if c.task is not None and not c.task.done()]
+        for connection in connections:
+            connection.close()
+        if tasks:
+            # Bounded: a request task that does not end on cancel must not hold the shutdown
             # (and the coordinator's timers) forever; say where it was, for the bug report.
-            _, stuck = await asyncio.wait(set(self._connections), timeout=CLOSE_WAIT_S)
+            _, stuck = await asyncio.wait(tasks, timeout=CLOSE_WAIT_S)
             for task in stuck:
                 stack = task.get_stack()
                 frames = "".join(traceback.format_stack(stack[-1])) if stack else "?"
                 log.warning("a connection did not end %.0f s after the shutdown cancelled it; it was at:\n%s",
                             CLOSE_WAIT_S, frames)
-                writer = self._connections.get(task)
-                if writer is not None:
-                    writer.transport.abort()
+        # Closed transports flush what they still hold; wait for that, bounded (then aborted).
+        deadline = asyncio.get_running_loop().time() + CLOSE_GRACE_S
+        while any(not c.lost for c in connections) and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)
+        for connection in connections:
+            if not connection.lost:
+                connection.transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
 
-    async def _serve(self, reader, writer):
-        task = asyncio.current_task()
-        self._connections[task] = writer
-        conn = Connection(reader, writer)
-        if not self.limits.admit(conn.host):
-            self._connections.pop(task, None)
-            writer.transport.abort()
-            return
-        try:
-            await self._connection_loop(conn)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        except asyncio.CancelledError:
-            pass
-        except Exception:
-            log.exception("closing %s after an internal error", conn)
-        finally:
-            self._connections.pop(task, None)
-            self.limits.release(conn.host)
-            writer.close()
-            try:
-                # A peer that stops reading keeps unsent bytes in the buffer, and closing
-                # waits for them: without a bound, one such client held a SIGTERM'd
-                # server's shutdown (and its coordinator timers) forever.
-                async with asyncio.timeout(CLOSE_GRACE_S):
-                    await writer.wait_closed()
-            except Exception:
-                writer.transport.abort()
-
-    async def _connection_loop(self, conn: Connection) -> None:
-        while True:
-            try:
-                async with asyncio.timeout(self.limits.idle_seconds):
-                    payload = await read_frame(conn.reader, self.max_frame_bytes)
-            except FrameTooLarge as err:
-                self.limits.hit("socket.request.max.bytes", conn.host, "closing %s: %s", conn, err)
-                return
-            except FrameError as err:
-                log.warning("closing %s: %s", conn, err)
-                return
-            except TimeoutError:
-                self.limits.hit("connections.max.idle.ms", conn.host, "closing %s: idle for %d ms "
-                                "(connections.max.idle.ms)", conn, self.limits.idle_ms)
-                return
-            if payload is None:
-                return
-            for observe in self.frame_observers:
-                observe(conn, "request", payload)
-            response = await self._handle(conn, payload)
-            if response is False:
-                return
-            if response is not None:
-                for observe in self.frame_observers:
-                    observe(conn, "response", response)
-                conn.writer.write(encode_frame(response))
-                await conn.writer.drain()
-            if conn.close_after_response:
-                return
+    async def _request(self, conn: Connection, payload: bytes):
+        for observe in self.frame_observers:
+            observe(conn, "request", payload)
+        return await self._handle(conn, payload)
 
     async def _handle(self, conn: Connection, payload: bytes):
         """Returns response bytes, None (no response), or False (close the connection)."""
@@ -178,9 +357,12 @@ class KafkaServer:
             return self._unsupported(conn, payload, UnsupportedVersionError(req.api_key, req.api_version))
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
                              req.client_id, conn.host, conn)
-        if self.faults is not None:
-            return await self.faults.around(req, lambda: self._respond(api, ctx, req),
-                                            answered=lambda body: self._observe(api, req, body, 0.0))
+        faults = self.faults
+        if faults is not None:
+            group = faults.note(req)
+            if faults.rules:
+                return await faults.around(req, lambda: self._respond(api, ctx, req),
+                                           answered=lambda body: self._observe(api, req, body, 0.0), group=group)
         return await self._respond(api, ctx, req)
 
     async def _respond(self, api, ctx: RequestContext, req):

@@ -265,14 +265,54 @@ def peek_request_header(payload: bytes) -> Message:
     return _request_header(hv).decode_from(BytesIO(payload))
 
 
+_HEADER_FIXED = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
+# (api key, api version) -> (request header version, body layout): looked up once per pair.
+_REQUEST_LAYOUTS: dict[tuple[int, int], tuple[int, CompiledMessage]] = {}
+
+
+def _request_layout(api_key: int, api_version: int) -> tuple[int, CompiledMessage]:
+    found = _REQUEST_LAYOUTS.get((api_key, api_version))
+    if found is None:
+        body_layout = message(api_key, api_version, "request")
+        found = _REQUEST_LAYOUTS[(api_key, api_version)] = (request_header_version(api_key, api_version), body_layout)
+    return found
+
+
+def _fast_header(payload: bytes, header_version: int) -> tuple[Message, int] | None:
+    """Header v1/v2 read straight from the bytes (the common case: a short client id and, in
+    v2, no tagged fields); None sends the frame down the general path, which also diagnoses."""
+    if len(payload) < 10:
+        return None
+    api_key, api_version, correlation_id, n = _HEADER_FIXED.unpack_from(payload, 0)
+    end = 10 + n if n >= 0 else 10
+    if n < -1 or end > len(payload):
+        return None
+    try:
+        client_id = payload[10:end].decode("utf-8") if n >= 0 else None
+    except UnicodeDecodeError:
+        return None
+    header = Message(request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id,
+                     client_id=client_id)
+    if header_version == 2:
+        if end >= len(payload) or payload[end] != 0:
+            return None
+        end += 1
+    return header, end
+
+
 def decode_request(payload: bytes) -> Request:
     """Decode a request frame (without size prefix) into header and body; trailing bytes are ignored."""
     if len(payload) < 4:
         raise DecodeError("request shorter than its api key and version", "RequestHeader", 0)
     api_key, api_version = _API_KEY_VERSION.unpack_from(payload, 0)
-    body_layout = message(api_key, api_version, "request")
+    header_version, body_layout = _request_layout(api_key, api_version)
     io = BytesIO(payload)
-    header = _request_header(request_header_version(api_key, api_version)).decode_from(io)
+    fast = _fast_header(payload, header_version) if header_version else None
+    if fast is not None:
+        header, end = fast
+        io.seek(end)
+    else:
+        header = _request_header(header_version).decode_from(io)
     body = body_layout.decode_from(io)
     # Kafka's request parser ignores bytes after the body, and librdkafka 2.16 sends
     # some (e.g. 3 extra bytes in Metadata v13), so they are counted, not refused.
@@ -300,11 +340,26 @@ def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[Mes
     return header, body
 
 
+# (api key, api version) -> (whether the response header has tagged fields, body layout).
+_RESPONSE_LAYOUTS: dict[tuple[int, int], tuple[bool, CompiledMessage]] = {}
+_CORRELATION = struct.Struct(">i")
+
+
 def encode_response(api_key: int, api_version: int, header: dict, body: dict) -> bytes:
     """Encode a response; `header` needs correlation_id."""
-    layout = message(api_key, api_version, "response")
+    found = _RESPONSE_LAYOUTS.get((api_key, api_version))
+    if found is None:
+        found = _RESPONSE_LAYOUTS[(api_key, api_version)] = (
+            response_header_version(api_key, api_version) == 1, message(api_key, api_version, "response"))
+    tagged, layout = found
     io = BytesIO()
-    _response_header(response_header_version(api_key, api_version)).encode_into(header, io)
+    if len(header) == 1:
+        # Header v0 is the correlation id; v1 adds tagged fields, of which there are none here.
+        io.write(_CORRELATION.pack(header["correlation_id"]))
+        if tagged:
+            io.write(b"\x00")
+    else:
+        _response_header(1 if tagged else 0).encode_into(header, io)
     layout.encode_into(body, io)
     return io.getvalue()
 

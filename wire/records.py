@@ -198,6 +198,10 @@ def _encoders() -> dict:
 # records inside a batch
 # ---------------------------------------------------------------------------
 def _read_varint(buf: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
+    if pos < len(buf):
+        b = buf[pos]
+        if b < 0x80:  # one byte: the usual length, delta or small key size
+            return (b >> 1) ^ -(b & 1), pos + 1
     result = shift = 0
     for i in range(max_bytes):
         if pos >= len(buf):
@@ -265,8 +269,8 @@ def decode_records(batch: RecordBatch) -> list[Record]:
     return out
 
 
-def _record_from_tuple(key, value, timestamp=0, headers=()):
-    return Record(0, timestamp, key, value, list(headers))
+def _entry(key, value, timestamp=0, headers=()):
+    return 0, timestamp, key, value, headers
 
 
 def build_batch(records: list[Record] | list[tuple], base_offset: int = 0, *, compression: int = 0,
@@ -274,22 +278,24 @@ def build_batch(records: list[Record] | list[tuple], base_offset: int = 0, *, co
                 partition_leader_epoch: int = -1, timestamp_type: int = 0, transactional: bool = False) -> bytes:
     """A valid v2 batch. `records` are Record objects or (key, value[, timestamp[, headers]]) tuples;
     record offsets are consecutive from `base_offset` (Record.offset is ignored)."""
-    recs = [r if isinstance(r, Record) else _record_from_tuple(*r) for r in records]
-    base_ts = min((r.timestamp for r in recs), default=0)
-    max_ts = max((r.timestamp for r in recs), default=-1)
+    # (attributes, timestamp, key, value, headers) of each record; tuples need no Record made.
+    recs = [(r.attributes, r.timestamp, r.key, r.value, r.headers) if isinstance(r, Record) else _entry(*r)
+            for r in records]
+    base_ts = min((r[1] for r in recs), default=0)
+    max_ts = max((r[1] for r in recs), default=-1)
     body = bytearray()
-    for i, r in enumerate(recs):
-        rec = bytearray([r.attributes & 0xFF])
-        _write_varint(r.timestamp - base_ts, rec)
+    for i, (attributes, timestamp, key, value, headers) in enumerate(recs):
+        rec = bytearray([attributes & 0xFF])
+        _write_varint(timestamp - base_ts, rec)
         _write_varint(i, rec)
-        for blob in (r.key, r.value):
+        for blob in (key, value):
             if blob is None:
                 _write_varint(-1, rec)
             else:
                 _write_varint(len(blob), rec)
                 rec += blob
-        _write_varint(len(r.headers), rec)
-        for hk, hv in r.headers:
+        _write_varint(len(headers), rec)
+        for hk, hv in headers:
             hkb = hk.encode("utf-8")
             _write_varint(len(hkb), rec)
             rec += hkb

@@ -187,19 +187,70 @@ def _text(b):
     return None if b is None else _decode_utf8(b)
 
 
+# The string readers are the codec's hottest code (every request starts with a group id or
+# two): each reads its prefix and its bytes itself, without the helper calls above, and
+# fails exactly as those do.
 def r_string(io):
-    return _decode_utf8(_prefixed(io, _I16.unpack(r_exact(io, 2))[0], False, "string"))
+    b = io.read(2)
+    if len(b) != 2:
+        raise _Short(f"needed 2 bytes, only {len(b)} left")
+    n = (b[0] << 8) | b[1]
+    if n >= 0x8000:
+        raise ValueError(f"invalid string length {n - 0x10000} in a non-nullable string")
+    if n > 64:
+        _len_in(io, n, "string")
+    t = io.read(n)
+    if len(t) != n:
+        raise _Short(f"needed {n} bytes, only {len(t)} left")
+    return t.decode("utf-8")
 
 
 def r_nstring(io):
-    return _text(_prefixed(io, _I16.unpack(r_exact(io, 2))[0], True, "string"))
+    b = io.read(2)
+    if len(b) != 2:
+        raise _Short(f"needed 2 bytes, only {len(b)} left")
+    n = (b[0] << 8) | b[1]
+    if n >= 0x8000:
+        if n == 0xFFFF:
+            return None
+        raise ValueError(f"invalid string length {n - 0x10000}")
+    if n > 64:
+        _len_in(io, n, "string")
+    t = io.read(n)
+    if len(t) != n:
+        raise _Short(f"needed {n} bytes, only {len(t)} left")
+    return t.decode("utf-8")
 
 
 def r_cstring(io):
+    b = io.read(1)
+    if b and b[0] < 0x80:   # a length below 127: one varint byte
+        n = b[0] - 1
+        if n < 0:
+            raise ValueError(f"invalid string length {n} in a non-nullable string")
+        if n > 64:
+            _len_in(io, n, "string")
+        t = io.read(n)
+        if len(t) != n:
+            raise _Short(f"needed {n} bytes, only {len(t)} left")
+        return t.decode("utf-8")
+    io.seek(-len(b), 1)
     return _decode_utf8(_prefixed(io, r_uvarint(io) - 1, False, "string"))
 
 
 def r_cnstring(io):
+    b = io.read(1)
+    if b and b[0] < 0x80:
+        n = b[0] - 1
+        if n < 0:
+            return None
+        if n > 64:
+            _len_in(io, n, "string")
+        t = io.read(n)
+        if len(t) != n:
+            raise _Short(f"needed {n} bytes, only {len(t)} left")
+        return t.decode("utf-8")
+    io.seek(-len(b), 1)
     return _text(_prefixed(io, r_uvarint(io) - 1, True, "string"))
 
 
@@ -535,6 +586,25 @@ class Array(KType):
         return obj
 
 
+def _runs(fields):
+    """The fields in order, grouped: each run of consecutive fixed-size integers together,
+    every other field alone."""
+    runs: list[list] = []
+    for f in fields:
+        if type(f[1]) is Int and runs and len(runs[-1]) and type(runs[-1][-1][1]) is Int:
+            runs[-1].append(f)
+        else:
+            runs.append([f])
+    return runs
+
+
+def _emit_run_struct(code, run, method: str) -> tuple[str, int]:
+    fmt = ">" + "".join(t.st.format.lstrip(">") for _, t in run)
+    name = f"_run_{method}_{code.allocateId()}"
+    code.append(f"import struct as _struct\n{name} = _struct.Struct({fmt!r}).{method}\n")
+    return name, struct.calcsize(fmt)
+
+
 class Struct(KType):
     """A Kafka struct: fields in order, then (flexible versions) tagged fields.
 
@@ -569,9 +639,16 @@ class Struct(KType):
         if self.nullable:
             lines += ["    if r_exact(io, 1) == b'\\xff':", "        return None"]
         lines.append("    r = Message()")
-        for fname, t in self.fields:
-            code_expr = t._emitparse(code)
-            lines.append(f"    r[{fname!r}] = {code_expr}")
+        for run in _runs(self.fields):
+            if len(run) > 1:
+                # Consecutive fixed-size integers: one struct read for all of them.
+                unpack, size = _emit_run_struct(code, run, "unpack")
+                names = [f"_v{k}" for k in range(len(run))]
+                lines.append(f"    {', '.join(names)}, = {unpack}(r_exact(io, {size}))")
+                lines += [f"    r[{fname!r}] = {v}" for (fname, _), v in zip(run, names)]
+            else:
+                fname, t = run[0]
+                lines.append(f"    r[{fname!r}] = {t._emitparse(code)}")
         if self.tagged is not None:
             defaults = []
             for tag, fname, t in self.tagged:
@@ -615,11 +692,18 @@ class Struct(KType):
             lines += ["    if v is None:", "        io.write(b'\\xff')", "        return",
                       "    io.write(b'\\x01')"]
         lines.append("    g = v.get")
-        for fname, t in self.fields:
-            dname = self._emit_default(code, t, f"{name}_default_{fname}")
-            lines.append(f"    obj = g({fname!r}, MISSING)")
-            lines.append(f"    if obj is MISSING: obj = {dname}")
-            lines.append(f"    {t._emitbuild(code)}")
+        for run in _runs(self.fields):
+            for k, (fname, t) in enumerate(run):
+                dname = self._emit_default(code, t, f"{name}_default_{fname}")
+                lines.append(f"    obj = g({fname!r}, MISSING)")
+                lines.append(f"    if obj is MISSING: obj = {dname}")
+                if len(run) > 1:
+                    lines.append(f"    _v{k} = obj")
+                else:
+                    lines.append(f"    {t._emitbuild(code)}")
+            if len(run) > 1:
+                pack, _ = _emit_run_struct(code, run, "pack")
+                lines.append(f"    io.write({pack}({', '.join(f'_v{k}' for k in range(len(run)))}))")
         if self.tagged is not None:
             lines.append("    tags = []")
             for tag, fname, t in self.tagged:

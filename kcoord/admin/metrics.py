@@ -7,12 +7,55 @@ coordinator's events and from the request path.
 """
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+import asyncio
+import bisect
+import itertools
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.utils import floatToGoString
 
 from kcoord.coordinator.consumer_group import ConsumerGroupState
 from kcoord.coordinator.events import EventKind, GroupEvent, RebalanceCause
 from kcoord.coordinator.state import GroupState
+
+class _RequestCollector:
+    """kcoord_requests_total{api,version,error} and kcoord_request_latency_seconds{api}."""
+
+    BUCKETS = Histogram.DEFAULT_BUCKETS   # as the Histogram this replaces had them
+
+    def __init__(self):
+        self.counts: dict[tuple[str, int, int], int] = {}
+        self.latency: dict[str, list] = {}   # api -> [count per bucket (non-cumulative), sum]
+        self._bounds = [b for b in self.BUCKETS if b != float("inf")]
+
+    def observe(self, api: str, version: int, error: int, seconds: float) -> None:
+        key = (api, version, error)
+        self.counts[key] = self.counts.get(key, 0) + 1
+        entry = self.latency.get(api)
+        if entry is None:
+            entry = self.latency[api] = [[0] * (len(self._bounds) + 1), 0.0]
+        entry[0][bisect.bisect_left(self._bounds, seconds)] += 1
+        entry[1] += seconds
+
+    def collect(self):
+        total = CounterMetricFamily("kcoord_requests", "Requests answered, by api, version and error",
+                                    labels=["api", "version", "error"])
+        for (api, version, error), n in list(self.counts.items()):
+            total.add_metric([api, str(version), str(error)], n)
+        yield total
+        latency = HistogramMetricFamily("kcoord_request_latency_seconds", "Time to answer a request, by api",
+                                        labels=["api"])
+        bounds = [floatToGoString(b) for b in self._bounds] + ["+Inf"]
+        for api, (counts, total_seconds) in list(self.latency.items()):
+            cumulative = list(itertools.accumulate(counts))
+            latency.add_metric([api], list(zip(bounds, cumulative)), total_seconds)
+        yield latency
+
+
+# How often the event loop's lag is sampled.
+LOOP_LAG_INTERVAL_S = 0.05
+
 
 class _GroupCollector:
     def __init__(self, core):
@@ -54,10 +97,10 @@ class Metrics:
         self.rebalance_seconds = Histogram(
             "kcoord_rebalance_duration_seconds", "From PreparingRebalance to Stable (or Empty)",
             buckets=(0.01, 0.05, 0.1, 0.5, 1, 3, 5, 10, 30, 60, 300), registry=self.registry)
-        self.requests = Counter("kcoord_requests", "Requests answered, by api, version and error",
-                                ["api", "version", "error"], registry=self.registry)
-        self.request_seconds = Histogram("kcoord_request_latency_seconds", "Time to answer a request, by api",
-                                         ["api"], registry=self.registry)
+        # Requests are counted in plain dicts and turned into metric families when scraped:
+        # a prometheus_client child takes a lock per update, twice per request.
+        self.requests = _RequestCollector()
+        self.registry.register(self.requests)
         self.offset_commits = Counter("kcoord_offset_commits", "Offsets committed (partitions)",
                                       registry=self.registry)
         # The consumer group protocol (KIP-848) has no rebalances: its epochs move instead.
@@ -66,6 +109,15 @@ class Metrics:
                                        "target assignments, member epoch bumps, revocations asked for",
                                        ["kind"], registry=self.registry)
         self._rebalance_started: dict[str, int] = {}
+        # How late the loop runs a timer due every LOOP_LAG_INTERVAL_S: the time one piece of
+        # work (a request, a timer, a write to disk) kept every other connection waiting.
+        self.loop_lag = Histogram("kcoord_event_loop_lag_seconds",
+                                  f"How late the event loop ran a timer due every {LOOP_LAG_INTERVAL_S * 1000:.0f} ms",
+                                  buckets=(0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 5),
+                                  registry=self.registry)
+        self.loop_lag_max = Gauge("kcoord_event_loop_lag_max_seconds", "The worst event-loop lag since the start",
+                                  registry=self.registry)
+        self._lag_handle: asyncio.TimerHandle | None = None
         if core is not None:
             self.registry.register(_GroupCollector(core))
             core.bus.subscribe(self.on_event)
@@ -88,8 +140,30 @@ class Metrics:
             self.consumer_epochs.labels(str(e.kind)).inc()
 
     def observe_request(self, api: str, version: int, error: int, seconds: float) -> None:
-        self.requests.labels(api, str(version), str(error)).inc()
-        self.request_seconds.labels(api).observe(seconds)
+        self.requests.observe(api, version, error, seconds)
+
+    def watch_loop(self) -> None:
+        """Start measuring the running loop's lag (until `stop_watching`)."""
+        loop = asyncio.get_running_loop()
+        worst = 0.0
+
+        def tick(due: float) -> None:
+            nonlocal worst
+            now = loop.time()
+            lag = max(now - due, 0.0)
+            self.loop_lag.observe(lag)
+            if lag > worst:
+                worst = lag
+                self.loop_lag_max.set(lag)
+            self._lag_handle = loop.call_at(now + LOOP_LAG_INTERVAL_S, tick, now + LOOP_LAG_INTERVAL_S)
+
+        due = loop.time() + LOOP_LAG_INTERVAL_S
+        self._lag_handle = loop.call_at(due, tick, due)
+
+    def stop_watching(self) -> None:
+        if self._lag_handle is not None:
+            self._lag_handle.cancel()
+            self._lag_handle = None
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

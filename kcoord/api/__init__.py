@@ -11,6 +11,7 @@ API advertised that is not implemented, and no fact about an API is kept twice.
 from __future__ import annotations
 
 import enum
+import functools
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
@@ -205,10 +206,14 @@ class ApiDescriptor:
     # The body Kafka sends when a request fails as a whole, unless it names a GroupBatch
     # (then every group gets the error); None: a top-level error code.
     error_response: ErrorResponseFn | None = None
+    # The handler answers without waiting on anything (no parked request, no long poll, no
+    # asyncio.timeout): the server may run it inside the connection's read callback rather
+    # than in a task of its own. Should it wait after all, it carries on in a task.
+    inline: bool = False
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
-        return self.key.api_name
+        return self.key.api_name   # built from the enum's name: once, not per request
 
     def serves(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version

@@ -23,4 +23,5 @@ async def api_versions(ctx, req):
 DESCRIPTOR = ApiDescriptor(
     ApiKey.API_VERSIONS, 0, 4, api_versions,
     "advertises exactly this table; an unknown version gets a v0 answer with UNSUPPORTED_VERSION",
-    version_notes={3: "the client's software name and version, kept per connection"})
+    version_notes={3: "the client's software name and version, kept per connection"},
+    inline=True)

@@ -62,4 +62,5 @@ DESCRIPTOR = ApiDescriptor(
     version_notes={1: "key types (group or transaction)", BATCHED_SINCE: "several keys per request (KIP-699)"},
     groups=_groups,
     group_acl=GroupAcl(GroupOperation.DESCRIBE, denied_message="Not authorized to access group"),
-    error_response=_failed)
+    error_response=_failed,
+    inline=True)

@@ -16,4 +16,5 @@ async def heartbeat(ctx, req):
 DESCRIPTOR = ApiDescriptor(
     ApiKey.HEARTBEAT, 0, 4, heartbeat,
     CLASSIC_PROTOCOL,
-    groups=named_group, group_acl=GroupAcl(GroupOperation.READ))
+    groups=named_group, group_acl=GroupAcl(GroupOperation.READ),
+    inline=True)

@@ -26,4 +26,5 @@ DESCRIPTOR = ApiDescriptor(
     CLASSIC_PROTOCOL,
     version_notes={3: "several members per request, static ones by instance id (KIP-345)",
                    5: "a reason per member"},
-    groups=named_group, group_acl=GroupAcl(GroupOperation.READ))
+    groups=named_group, group_acl=GroupAcl(GroupOperation.READ),
+    inline=True)

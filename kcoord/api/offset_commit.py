@@ -58,4 +58,5 @@ DESCRIPTOR = ApiDescriptor(
                    7: "static members (group instance id)",
                    TOPIC_IDS_SINCE: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"},
     groups=named_group, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.READ),
-    error_response=_failed)
+    error_response=_failed,
+    inline=True)

@@ -75,4 +75,5 @@ DESCRIPTOR = ApiDescriptor(
                    9: "member id and epoch of a consumer group's member checked (STALE_MEMBER_EPOCH)",
                    TOPIC_IDS_SINCE: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"},
     groups=_groups, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.DESCRIBE),
-    error_response=_failed)
+    error_response=_failed,
+    inline=True)

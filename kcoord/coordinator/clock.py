@@ -35,11 +35,18 @@ class Timer(abc.ABC):
 
 
 class AsyncioTimer(Timer):
-    """Real time, on the running asyncio loop."""
+    """Real time, on the running asyncio loop.
+
+    Rescheduling a key to a later deadline (a session timer reset by every heartbeat) does not
+    touch the loop: the armed handle stays, the new deadline and callback are noted, and when
+    the handle fires it re-arms for the deadline it now finds. A session timer thus costs one
+    loop timer per session timeout instead of a cancel and a new handle per heartbeat, and the
+    callback still runs at the last deadline it was given."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None):
         self._loop = loop
-        self._handles: dict[str, asyncio.TimerHandle] = {}
+        # key -> [deadline (loop time), callback, the armed handle]
+        self._timers: dict[str, list] = {}
 
     @property
     def loop(self):
@@ -51,24 +58,38 @@ class AsyncioTimer(Timer):
         return int(time.time() * 1000)
 
     def schedule(self, key, delay_ms, callback):
-        self.cancel(key)
+        loop = self.loop
+        deadline = loop.time() + max(delay_ms, 0) / 1000
+        entry = self._timers.get(key)
+        if entry is not None:
+            if entry[2].when() <= deadline:
+                entry[0] = deadline
+                entry[1] = callback
+                return
+            entry[2].cancel()
+        entry = [deadline, callback, None]
+        entry[2] = loop.call_at(deadline, self._fire, key, entry)
+        self._timers[key] = entry
 
-        def fire():
-            self._handles.pop(key, None)
-            callback()
-
-        self._handles[key] = self.loop.call_later(max(delay_ms, 0) / 1000, fire)
+    def _fire(self, key, entry):
+        if self._timers.get(key) is not entry:
+            return
+        if entry[0] > entry[2].when():  # moved later since it was armed
+            entry[2] = self.loop.call_at(entry[0], self._fire, key, entry)
+            return
+        del self._timers[key]
+        entry[1]()
 
     def cancel(self, key):
-        handle = self._handles.pop(key, None)
-        if handle is not None:
-            handle.cancel()
+        entry = self._timers.pop(key, None)
+        if entry is not None:
+            entry[2].cancel()
 
     def is_scheduled(self, key):
-        return key in self._handles
+        return key in self._timers
 
     def cancel_all(self):
-        for key in list(self._handles):
+        for key in list(self._timers):
             self.cancel(key)
 
 

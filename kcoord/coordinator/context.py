@@ -14,7 +14,6 @@ disk holds. (Kafka reverts its in-memory snapshot and carries on; see docs/devia
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
 from kcoord.coordinator.clock import Timer
@@ -37,12 +36,15 @@ class TopicCatalog(Protocol):
     # and `internal`), as kcoord.log.topics.TopicStore has it; a catalog without it has no topics.
 
 
-@dataclass
 class _Operation:
-    records: list[Record] = field(default_factory=list)
-    events: list[GroupEvent] = field(default_factory=list)
-    answers: list[tuple[Callable[[Any], None], Any]] = field(default_factory=list)
-    changed: dict[str, None] = field(default_factory=dict)  # ordered set of group ids
+    # One per request or timer: slots and plain assignments keep its making cheap.
+    __slots__ = ("records", "events", "answers", "changed")
+
+    def __init__(self):
+        self.records: list[Record] = []
+        self.events: list[GroupEvent] = []
+        self.answers: list[tuple[Callable[[Any], None], Any]] = []
+        self.changed: dict[str, None] = {}  # ordered set of group ids
 
 
 class CoordinatorContext:

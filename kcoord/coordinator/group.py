@@ -9,7 +9,7 @@ from kcoord.coordinator.state import GroupState, check_load, check_transition
 from wire.errors import ErrorCode
 
 
-@dataclass
+@dataclass(slots=True)   # one per member, thousands per server: no __dict__ each
 class Member:
     member_id: str
     instance_id: str | None

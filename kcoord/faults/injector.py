@@ -16,8 +16,8 @@ after it was added. Actions:
   rebalance     force a rebalance of the request's (or the rule's) group now, then handle
 
 `unavailable` needs no request to match: it applies from the moment it is added.
-The server calls `FaultInjector.around` once per request; with no rules it costs
-one list check.
+The server calls `FaultInjector.note` on every request (counts and history) and
+`FaultInjector.around` only while rules exist: with none, a request builds nothing here.
 """
 from __future__ import annotations
 
@@ -30,9 +30,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Awaitable, Callable
 
-from kcoord.api import NoErrorResponse, registry
+from kcoord.api import NoErrorResponse, named_group, registry
 from wire import codec
 from wire.errors import ErrorCode
+from wire.types import Message
 
 log = logging.getLogger("kcoord.faults")
 
@@ -164,10 +165,25 @@ class FaultRule:
         return True
 
 
+# api key -> whether its requests name their one group in `group_id`, filled on first sight.
+class _OneGroupApis(dict):
+    def __missing__(self, api_key):
+        descriptor = registry().get(api_key)
+        self[api_key] = named = descriptor is not None and descriptor.groups is named_group
+        return named
+
+
+_NAMES_ONE_GROUP = _OneGroupApis()
+
+
 def request_group(api_key: int, api_version: int, body) -> str | None:
     """The group a rule's `group` is matched against: the first the request names."""
     descriptor = registry().get(api_key)
-    groups = descriptor.group_ids(api_version, body) if descriptor else []
+    if descriptor is None:
+        return None
+    if descriptor.groups is named_group:  # most group requests: no list built per request
+        return body.get("group_id")
+    groups = descriptor.group_ids(api_version, body)
     return groups[0] if groups else None
 
 
@@ -246,17 +262,27 @@ class FaultInjector:
         return self.coordinator.core.force_rebalance(group_id, "forced by fault rule")
 
     # ------------------------------------------------------------ the server hook
+    def note(self, req) -> str | None:
+        """Count a request and keep it in the history (what a client did after a fault); its group."""
+        key = req.api_key
+        self.seen[key] = self.seen.get(key, 0) + 1
+        self._seq += 1
+        body = req.body
+        if type(body) is Message and _NAMES_ONE_GROUP[key]:
+            group = body.get("group_id")
+        else:
+            group = request_group(key, req.api_version, body) if isinstance(body, dict) else None
+        self.history.append((self._seq, key, group))
+        return group
+
     async def around(self, req, handle: Callable[[], Awaitable[bytes | None]],
-                     answered: Callable[[dict], None] | None = None):
-        """Handle request `req` through `handle()`, applying the first rule that fires.
+                     answered: Callable[[dict], None] | None = None, group: str | None = None):
+        """Handle request `req`, which `note` has seen (and named `group`), through `handle()`,
+        applying the first rule that fires. The server calls it only while rules exist.
 
         Returns response bytes, None (no response) or False (close the connection).
         `answered` sees a response body a rule made up (for the request metrics)."""
-        self.seen[req.api_key] = self.seen.get(req.api_key, 0) + 1
-        self._seq += 1
         body = req.body
-        group = request_group(req.api_key, req.api_version, body) if isinstance(body, dict) else None
-        self.history.append((self._seq, req.api_key, group))
         if not self.rules:
             return await handle()
         now = time.monotonic()

@@ -431,6 +431,10 @@ class OffsetsTopic:
         # Kafka's coordinator too keeps the count it started with if the topic grows.
         self._count: tuple[object, int] | None = None
         self._compacted: dict[int, int] = {}  # partition -> its bytes after its last compaction
+        self._sizes: dict[int, int] = {}      # partition -> its bytes (at least) since then
+        # partition -> [the log end it accounts for, key -> (key, value, timestamp, offset) of the
+        # latest record of each key, in log order]: what compacting it would keep.
+        self._live: dict[int, list] = {}
         # Each consumer group's last snapshot written, for the tombstones of members gone since.
         self._consumer_groups: dict[str, dict] = {}
 
@@ -452,6 +456,8 @@ class OffsetsTopic:
         now = self.now_ms()
         grouped: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
         written: dict[str, dict | None] = {}
+        # A commit's records all name one group: hash its id (Java's String.hashCode) once.
+        partition_of: dict[str, int] = {}
         for record in records:
             if isinstance(record, ConsumerGroupRecord):
                 previous = written[record.group_id] if record.group_id in written \
@@ -469,7 +475,10 @@ class OffsetsTopic:
                 committed = self.topics.get(record.topic)
                 topic_id = None if committed is None else committed.topic_id
             group_id, key, value = kafka_record(record, topic_id)
-            grouped.setdefault(self.partition_for(group_id, topic), []).append((key, value, now))
+            index = partition_of.get(group_id)
+            if index is None:
+                index = partition_of[group_id] = self.partition_for(group_id, topic)
+            grouped.setdefault(index, []).append((key, value, now))
         batches = []
         for index, entries in grouped.items():
             partition = topic.partitions[index]
@@ -484,10 +493,24 @@ class OffsetsTopic:
                 self._consumer_groups[group_id] = value
         for index, data in batches:
             partition = topic.partitions[index]
+            base = partition.high_watermark
             partition.restore(data)
-            if partition.size_bytes() >= max(COMPACT_MIN_BYTES, 2 * self._compacted.get(index, 0)):
+            live = self._live.get(index)
+            if live is not None and live[0] == base:
+                latest = live[1]
+                for i, (key, value, timestamp) in enumerate(grouped[index]):
+                    latest.pop(key, None)
+                    latest[key] = (key, value, timestamp, base + i)   # re-inserted: log order
+                live[0] = partition.high_watermark
+            else:
+                self._live.pop(index, None)
+            # Counted here rather than summed over the partition's batches on every append; an
+            # overcount (records deleted meanwhile) only brings the next compaction forward.
+            size = self._sizes.get(index)
+            size = self._sizes[index] = partition.size_bytes() if size is None else size + len(data)
+            if size >= max(COMPACT_MIN_BYTES, 2 * self._compacted.get(index, 0)):
                 self.compact_partition(partition)
-                self._compacted[index] = partition.size_bytes()
+                self._compacted[index] = self._sizes[index] = partition.size_bytes()
         if batches:
             self.topics.notify_appended()
 
@@ -495,20 +518,36 @@ class OffsetsTopic:
         """Compact every partition (durable state calls this before it rewrites its log)."""
         topic = self.topics.get(TOPIC)
         for partition in topic.partitions if topic is not None else ():
+            live = self._live.get(partition.index)
+            if (live is not None and live[0] == partition.high_watermark
+                    and self._sizes.get(partition.index) == self._compacted.get(partition.index)):
+                continue  # nothing appended since it was last compacted
             self.compact_partition(partition)
-            self._compacted[partition.index] = partition.size_bytes()
+            self._compacted[partition.index] = self._sizes[partition.index] = partition.size_bytes()
 
-    @staticmethod
-    def compact_partition(partition) -> None:
+    def compact_partition(self, partition) -> None:
         """Keep the latest record of each key, tombstones included, at its own offset (a
         batch of one record each), as Kafka's log cleaner keeps the latest; the offsets of
-        the records dropped become gaps, as in a compacted Kafka log."""
-        latest: dict[bytes, R.Record] = {}
-        for stored in partition.batches:
-            for record in R.decode_records(R.parse_batch(stored.data)):
-                if record.offset >= partition.log_start_offset:
-                    latest.pop(record.key, None)
-                    latest[record.key] = record  # re-inserted: the dict stays in log order
-        partition.replace_batches([R.build_batch([(r.key, r.value, r.timestamp)], r.offset,
+        the records dropped become gaps, as in a compacted Kafka log.
+
+        The latest record of each key is kept up to date as this topic appends (`_live`), so
+        a partition nothing else wrote to since is compacted without decoding what it holds;
+        one with a history unknown here (restored at start, or written by anyone else) is
+        read back, as before, and tracked from then on."""
+        live = self._live.get(partition.index)
+        if live is not None and live[0] == partition.high_watermark:
+            latest = live[1]
+            for key in [k for k, r in latest.items() if r[3] < partition.log_start_offset]:
+                del latest[key]
+        else:
+            latest = {}
+            for stored in partition.batches:
+                for record in R.decode_records(R.parse_batch(stored.data)):
+                    if record.offset >= partition.log_start_offset:
+                        latest.pop(record.key, None)
+                        # re-inserted: the dict stays in log order
+                        latest[record.key] = (record.key, record.value, record.timestamp, record.offset)
+        partition.replace_batches([R.build_batch([(key, value, timestamp)], offset,
                                                  partition_leader_epoch=partition.leader_epoch)
-                                   for r in latest.values()])
+                                   for key, value, timestamp, offset in latest.values()])
+        self._live[partition.index] = [partition.high_watermark, latest]

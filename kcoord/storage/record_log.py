@@ -110,6 +110,16 @@ class RecordLog:
             self.dirty = False
             os.fsync(self._fd)
 
+    def sync_handle(self) -> int | None:
+        """For an fsync away from the caller's thread: a duplicate of the file's descriptor if
+        anything was written since the last fsync (counted as synced from now on; writes that
+        follow mark the log dirty again), else None. The caller fsyncs and closes it; a log
+        replaced meanwhile by compaction leaves the duplicate on the old file, harmlessly."""
+        if self._fd is None or not self.dirty:
+            return None
+        self.dirty = False
+        return os.dup(self._fd)
+
     def rewrite(self, payloads: Iterable[bytes]) -> None:
         """Replace the whole log with `payloads` (compaction), atomically: if writing the new
         file fails, it is removed and the old log stays in use."""

@@ -89,6 +89,9 @@ def test_metrics_and_group_json(server, consumer):
     assert samples[("kcoord_rebalance_duration_seconds_count", ())] == sum(started.values())
     assert 'kcoord_requests_total{api="JoinGroup",error="0"' in metrics
     assert 'kcoord_request_latency_seconds_count{api="Fetch"}' in metrics
+    # The event loop's lag is sampled while the server runs (no figure asserted: no timed assertions).
+    assert samples[("kcoord_event_loop_lag_seconds_count", ())] >= 1
+    assert ("kcoord_event_loop_lag_max_seconds", ()) in samples
     groups = json.loads(_http(server, "/groups"))
     assert [(g["group_id"], g["state"], g["members"]) for g in groups] == [("billing", "Stable", 1)]
     billing = json.loads(_http(server, "/groups/billing"))

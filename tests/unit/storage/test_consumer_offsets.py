@@ -115,6 +115,42 @@ def test_compaction_keeps_each_keys_latest_record_at_its_offset():
     assert list(co.decode_records(partition.read(9, 1 << 20)))[0][0] == 10  # a fetch inside a gap moves on
 
 
+def test_compaction_from_what_was_appended_equals_reading_the_log_back():
+    """Compaction uses the latest records it kept track of while appending; whatever else
+    changed the partition (a foreign append, deleted records) sends it back to reading the log,
+    and both give the same partition."""
+    def kept(partition):
+        return [(offset, r["key"]["data"]["partition"], r["value"] and r["value"]["data"]["offset"])
+                for offset, r in co.decode_records(partition.read(0, 1 << 20))]
+
+    def run(foreign: bool):
+        store = TopicStore()
+        topic = co.OffsetsTopic(store, partitions=1, now_ms=lambda: 1000)
+        partition = None
+        for round_ in range(3):
+            for i in range(4):
+                topic.append([OffsetCommitRecord("g", "t", p, CommittedOffset(100 * round_ + 10 * p + i, -1, "", 1000))
+                              for p in range(3)])
+            partition = store.get(co.TOPIC).partitions[0]
+            if round_ == 1:
+                topic.append([OffsetCommitRecord("g", "t", 2, None)])
+                if foreign:   # a batch the topic did not write, then records deleted from the start
+                    key = co.kafka_record(OffsetCommitRecord("g", "t", 7, CommittedOffset(7, -1, "", 1000)))[1]
+                    partition.restore(R.build_batch([(key, None, 1000)], partition.high_watermark))
+                    partition.delete_records(3)
+            topic.compact()
+            if round_ == 0:
+                assert topic._live[0][0] == partition.high_watermark   # tracked from the first compaction on
+        return kept(partition), partition.high_watermark
+
+    tracked, foreign = run(False), run(True)
+    assert tracked[0][-3:] == [(34, 0, 203), (35, 1, 213), (36, 2, 223)]
+    assert (25, 2, None) not in tracked[0]   # the tombstone's key was written again after it
+    # With the foreign tombstone for partition 7 and the deleted start, the log was read back:
+    assert (25, 7, None) in foreign[0] and foreign[0][-3:] == [(35, 0, 203), (36, 1, 213), (37, 2, 223)]
+    assert foreign[1] == tracked[1] + 1
+
+
 def test_consumer_group_records_in_kafkas_schemas():
     """A consumer group snapshot becomes Kafka's records 5, 3, 7, 6, 8; a member gone since the
     previous snapshot gets tombstones, a deleted group those of its metadata records."""

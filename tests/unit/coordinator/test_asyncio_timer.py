@@ -1,0 +1,98 @@
+"""AsyncioTimer over a loop whose clock moves by hand: a session timer pushed back by every
+heartbeat keeps one loop timer, and still fires once, at the last deadline it was given."""
+from __future__ import annotations
+
+import heapq
+import itertools
+
+from kcoord.coordinator.clock import AsyncioTimer
+
+
+class _Handle:
+    def __init__(self, when, fn, args):
+        self._when, self.fn, self.args, self.cancelled = when, fn, args, False
+
+    def when(self):
+        return self._when
+
+    def cancel(self):
+        self.cancelled = True
+
+
+class _Loop:
+    """The two calls AsyncioTimer makes of a loop, and time that moves on `advance`."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.heap = []
+        self.seq = itertools.count()
+        self.armed = 0   # call_at calls: loop timers made
+
+    def time(self):
+        return self.now
+
+    def call_at(self, when, fn, *args):
+        self.armed += 1
+        handle = _Handle(when, fn, args)
+        heapq.heappush(self.heap, (when, next(self.seq), handle))
+        return handle
+
+    def advance(self, seconds):
+        target = self.now + seconds
+        while self.heap and self.heap[0][0] <= target:
+            when, _, handle = heapq.heappop(self.heap)
+            self.now = max(self.now, when)
+            if not handle.cancelled:
+                handle.fn(*handle.args)
+        self.now = target
+
+
+def test_rescheduling_later_keeps_one_loop_timer_and_fires_at_the_last_deadline():
+    loop = _Loop()
+    timer = AsyncioTimer(loop)
+    fired = []
+    timer.schedule("hb", 10_000, lambda: fired.append(("first", loop.now)))
+    for _ in range(100):   # a heartbeat every second pushes the session back
+        loop.advance(1)
+        timer.schedule("hb", 10_000, lambda: fired.append(("last", loop.now)))
+    assert loop.armed <= 100 // 10 + 2   # about one loop timer per session timeout, not one per heartbeat
+    loop.advance(9.5)
+    assert fired == [] and timer.is_scheduled("hb")
+    loop.advance(0.5)
+    assert fired == [("last", 1110.0)] and not timer.is_scheduled("hb")
+    loop.advance(100)
+    assert len(fired) == 1
+
+
+def test_rescheduling_earlier_or_cancelling_takes_effect():
+    loop = _Loop()
+    timer = AsyncioTimer(loop)
+    fired = []
+    timer.schedule("k", 10_000, lambda: fired.append("late"))
+    timer.schedule("k", 1_000, lambda: fired.append("early"))
+    loop.advance(1)
+    assert fired == ["early"]
+    timer.schedule("k", 1_000, lambda: fired.append("cancelled"))
+    timer.schedule("k", 5_000, lambda: fired.append("cancelled too"))
+    timer.cancel("k")
+    loop.advance(10)
+    assert fired == ["early"] and not timer.is_scheduled("k")
+    timer.schedule("a", 1_000, lambda: fired.append("a"))
+    timer.schedule("b", 2_000, lambda: fired.append("b"))
+    timer.cancel_all()
+    loop.advance(10)
+    assert fired == ["early"]
+
+
+def test_a_callback_may_schedule_its_own_key_again():
+    loop = _Loop()
+    timer = AsyncioTimer(loop)
+    fired = []
+
+    def expire():
+        fired.append(loop.now)
+        if len(fired) < 3:
+            timer.schedule("k", 1_000, expire)
+    timer.schedule("k", 1_000, expire)
+    loop.advance(10)
+    assert fired == [1001.0, 1002.0, 1003.0]
