@@ -105,6 +105,32 @@ def _stop_all(*members: Member) -> None:
             m.kill()
 
 
+def _two_sharing(n: int, started: list[Member], second, disjoint: bool = False) -> Outcome | None:
+    """The opening of every two-member scenario: `started[0]` alone owns all `n` partitions
+    and settles, then `second()` starts (appended to `started`, for the caller to stop) and
+    the two share the topic and settle. None when all that happened, else the failing Outcome.
+
+    One after the other: members started together race for the first join, which makes
+    every run (and transcript) a different story. `disjoint` asks that no partition be
+    owned twice, which the consumer group protocol guarantees once it has settled."""
+    a = started[0]
+    if not _wait(lambda: _owned(a) == set(range(n))):
+        return Outcome(False, f"a lone member owns {sorted(_owned(a))}", f"a lone member owns {list(range(n))}")
+    _settle(a)
+    b = second()
+    started.append(b)
+
+    def shared() -> bool:
+        owned_a, owned_b = _owned(a), _owned(b)
+        return bool(owned_a and owned_b and owned_a | owned_b == set(range(n))
+                    and not (disjoint and owned_a & owned_b))
+    if not _wait(shared):
+        return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
+                       "both members own partitions")
+    _settle(a, b)
+    return None
+
+
 def consume_in_group(bootstrap: str, client: str) -> Outcome:
     topic, n = _topic(bootstrap, "join")
     group = f"kcoord-check-join-{uuid.uuid4().hex[:8]}"
@@ -120,20 +146,11 @@ def leave_one_rebalance(bootstrap: str, client: str) -> Outcome:
     """Two members; one closes (LeaveGroup): the other takes every partition in one rebalance."""
     topic, n = _topic(bootstrap, "leave")
     group = f"kcoord-check-leave-{uuid.uuid4().hex[:8]}"
-    a = Member(client, bootstrap, topic, group)
-    b = None
+    started = [Member(client, bootstrap, topic, group)]
     try:
-        # One after the other, as in the static scenarios: members started together race
-        # for the first join, which makes every run (and transcript) a different story.
-        if not _wait(lambda: _owned(a) == set(range(n))):
-            return Outcome(False, f"a lone member owns {sorted(_owned(a))}", f"a lone member owns {list(range(n))}")
-        _settle(a)
-        b = Member(client, bootstrap, topic, group)
-        both = _wait(lambda: _owned(a) | _owned(b) == set(range(n)) and _owned(a) and _owned(b))
-        if not both:
-            return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
-                           "both members own partitions")
-        _settle(a, b)
+        if failed := _two_sharing(n, started, lambda: Member(client, bootstrap, topic, group)):
+            return failed
+        a, b = started
         mark = len(a.events)
         b.stop()
         took_all = _wait(lambda: _owned(a) == set(range(n)))
@@ -143,7 +160,7 @@ def leave_one_rebalance(bootstrap: str, client: str) -> Outcome:
         return Outcome(ok, f"remaining owns {sorted(_owned(a))} after {assigned} assignment(s)",
                        f"remaining owns {list(range(n))} after 1 assignment(s)")
     finally:
-        _stop_all(*(m for m in (a, b) if m is not None))
+        _stop_all(*started)
 
 
 def static_restart(bootstrap: str, client: str) -> Outcome:
@@ -162,23 +179,18 @@ def _static_restart(bootstrap: str, client: str, restart_leader: bool) -> Outcom
     # `a` starts alone and leads, then `b` joins; either one is restarted.
     topic, n = _topic(bootstrap, "static")
     group = f"kcoord-check-static-{uuid.uuid4().hex[:8]}"
-    a = Member(client, bootstrap, topic, group, instance_id="check-a", session_ms=30000)
-    b = restarted = None
+    started = [Member(client, bootstrap, topic, group, instance_id="check-a", session_ms=30000)]
     try:
-        if not _wait(lambda: _owned(a) == set(range(n))):
-            return Outcome(False, f"a lone member owns {sorted(_owned(a))}", f"a lone member owns {list(range(n))}")
-        _settle(a)
-        b = Member(client, bootstrap, topic, group, instance_id="check-b", session_ms=30000)
-        both = _wait(lambda: _owned(a) | _owned(b) == set(range(n)) and _owned(a) and _owned(b))
-        if not both:
-            return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
-                           "both members own partitions")
-        _settle(a, b)
+        if failed := _two_sharing(n, started, lambda: Member(client, bootstrap, topic, group,
+                                                             instance_id="check-b", session_ms=30000)):
+            return failed
+        a, b = started
         victim, other = (a, b) if restart_leader else (b, a)
         before = sorted(_owned(victim))
         mark = len(other.events)
         victim.kill()
         restarted = Member(client, bootstrap, topic, group, instance_id=victim.instance_id, session_ms=30000)
+        started.append(restarted)
         back = _wait(lambda: _owned(restarted) == set(before))
         time.sleep(2)  # a rebalance the restart wrongly caused would reach the other member by now
         moves = [e["event"] for e in other.events[mark:] if e["event"] in ("assigned", "revoked")]
@@ -186,7 +198,7 @@ def _static_restart(bootstrap: str, client: str, restart_leader: bool) -> Outcom
         return Outcome(ok, f"restarted owns {sorted(_owned(restarted))}, other saw {moves or 'nothing'}",
                        f"restarted owns {before}, other saw nothing")
     finally:
-        _stop_all(*(m for m in (a, b, restarted) if m is not None))
+        _stop_all(*started)
 
 
 # ------------------------------------------------------------------ the consumer group protocol (KIP-848)
@@ -222,19 +234,12 @@ def kip848_leave_one(bootstrap: str, client: str) -> Outcome:
         return skipped
     topic, n = _consumer_protocol_topic(bootstrap, "cpleave")
     group = f"kcoord-check-cpleave-{uuid.uuid4().hex[:8]}"
-    a = Member(client, bootstrap, topic, group, group_protocol="consumer")
-    b = None
+    started = [Member(client, bootstrap, topic, group, group_protocol="consumer")]
     try:
-        if not _wait(lambda: _owned(a) == set(range(n))):
-            return Outcome(False, f"a lone member owns {sorted(_owned(a))}", f"a lone member owns {list(range(n))}")
-        _settle(a)
-        b = Member(client, bootstrap, topic, group, group_protocol="consumer")
-        both = _wait(lambda: _owned(a) | _owned(b) == set(range(n)) and not _owned(a) & _owned(b)
-                     and _owned(a) and _owned(b))
-        if not both:
-            return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
-                           "both members own partitions")
-        _settle(a, b)
+        if failed := _two_sharing(n, started, lambda: Member(client, bootstrap, topic, group, group_protocol="consumer"),
+                                  disjoint=True):
+            return failed
+        a, b = started
         mark = len(a.events)
         b.stop()
         took_all = _wait(lambda: _owned(a) == set(range(n)))
@@ -244,7 +249,7 @@ def kip848_leave_one(bootstrap: str, client: str) -> Outcome:
         return Outcome(ok, f"remaining owns {sorted(_owned(a))}, gave up {revoked or 'nothing'}",
                        f"remaining owns {list(range(n))}, gave up nothing")
     finally:
-        _stop_all(*(m for m in (a, b) if m is not None))
+        _stop_all(*started)
 
 
 def kip848_static_restart(bootstrap: str, client: str) -> Outcome:
@@ -255,23 +260,17 @@ def kip848_static_restart(bootstrap: str, client: str) -> Outcome:
         return skipped
     topic, n = _consumer_protocol_topic(bootstrap, "cpstatic")
     group = f"kcoord-check-cpstatic-{uuid.uuid4().hex[:8]}"
-    a = Member(client, bootstrap, topic, group, group_protocol="consumer", instance_id="check-a")
-    b = restarted = None
+    started = [Member(client, bootstrap, topic, group, group_protocol="consumer", instance_id="check-a")]
     try:
-        if not _wait(lambda: _owned(a) == set(range(n))):
-            return Outcome(False, f"a lone member owns {sorted(_owned(a))}", f"a lone member owns {list(range(n))}")
-        _settle(a)
-        b = Member(client, bootstrap, topic, group, group_protocol="consumer", instance_id="check-b")
-        both = _wait(lambda: _owned(a) | _owned(b) == set(range(n)) and not _owned(a) & _owned(b)
-                     and _owned(a) and _owned(b))
-        if not both:
-            return Outcome(False, f"never shared the topic: a {sorted(_owned(a))}, b {sorted(_owned(b))}",
-                           "both members own partitions")
-        _settle(a, b)
+        if failed := _two_sharing(n, started, lambda: Member(client, bootstrap, topic, group, group_protocol="consumer",
+                                                             instance_id="check-b"), disjoint=True):
+            return failed
+        a, b = started
         before = sorted(_owned(b))
         mark = len(a.events)
         b.stop()
         restarted = Member(client, bootstrap, topic, group, group_protocol="consumer", instance_id="check-b")
+        started.append(restarted)
         back = _wait(lambda: _owned(restarted) == set(before))
         time.sleep(2)  # a change the restart wrongly caused would reach the other member by now
         moves = [e["event"] for e in a.events[mark:] if e["event"] in ("assigned", "revoked") and e["partitions"]]
@@ -279,7 +278,7 @@ def kip848_static_restart(bootstrap: str, client: str) -> Outcome:
         return Outcome(ok, f"restarted owns {sorted(_owned(restarted))}, other saw {moves or 'nothing'}",
                        f"restarted owns {before}, other saw nothing")
     finally:
-        _stop_all(*(m for m in (a, b, restarted) if m is not None))
+        _stop_all(*started)
 
 
 SCENARIOS = {
