@@ -319,20 +319,8 @@ class ConsumerProtocol:
         # already resolved for another member, or dropping a regex, changes the subscription now.
         new_regex = updated.subscribed_topic_regex
         regex_resolved = regex_changed and (not new_regex or new_regex in group.resolved_regexes)
-        if replaced is not None:
-            self._replace_static(group, replaced, updated)
-        else:
-            group.put(updated)
-        if is_new:
-            ctx.emit(K.MEMBER_JOINED, group, member=updated, reason="joined with the consumer protocol")
-
-        topics = self._topics()
-        self._prune_regexes(group)
-        subscribed = self._subscribed_topics(group, topics)
-        if names_changed or regex_resolved or subscribed != group.subscribed_topics:
-            group.subscribed_topics = subscribed
-            self._bump_group_epoch(group, "subscription changed" if names_changed or regex_resolved
-                                   else "subscribed topic metadata changed", member=updated)
+        topics = self._put_member(group, updated, replaced, is_new, "consumer",
+                                  subscription_changed=names_changed or regex_resolved)
         self._maybe_refresh_regexes(group, topics, force=regex_changed and bool(new_regex)
                                     and new_regex not in group.resolved_regexes)
         self._maybe_update_target(group, topics, member_id)
@@ -368,6 +356,26 @@ class ConsumerProtocol:
         self.ctx.groups.pop(group.group_id, None)
         self.groups[group.group_id] = group
         self.ctx.emit(K.CONSUMER_GROUP_CREATED, group)
+
+    def _put_member(self, group: ConsumerGroup, updated: ConsumerMember, replaced: ConsumerMember | None,
+                    is_new: bool, protocol: str, subscription_changed: bool) -> dict:
+        """Store a member's new state (taking a replaced static member's place) and bump the group
+        epoch when the subscription, or the metadata of the topics subscribed to, changed. Shared
+        by both protocols' members; returns the topic metadata it was judged against."""
+        if replaced is not None:
+            self._replace_static(group, replaced, updated)
+        else:
+            group.put(updated)
+        if is_new:
+            self.ctx.emit(K.MEMBER_JOINED, group, member=updated, reason=f"joined with the {protocol} protocol")
+        topics = self._topics()
+        self._prune_regexes(group)
+        subscribed = self._subscribed_topics(group, topics)
+        if subscription_changed or subscribed != group.subscribed_topics:
+            group.subscribed_topics = subscribed
+            self._bump_group_epoch(group, "subscription changed" if subscription_changed
+                                   else "subscribed topic metadata changed", member=updated)
+        return topics
 
     def _replace_static(self, group: ConsumerGroup, old: ConsumerMember, new: ConsumerMember) -> None:
         target = group.target.get(old.member_id, {})

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from kcoord.coordinator.context import CoordinatorContext
-from kcoord.coordinator.group import Group
 from kcoord.coordinator.records import offset_tombstone
 from kcoord.coordinator.results import GroupDescription
 from kcoord.coordinator.state import GroupState

@@ -385,14 +385,18 @@ class ClassicMembership:
     def _remove_member(self, group: Group, member: Member, kind: K, reason: str) -> None:
         ctx = self.ctx
         ctx.timer.cancel(_heartbeat_key(group.group_id, member.member_id))
-        if member.join_callback is not None:
-            cb, member.join_callback = member.join_callback, None
-            ctx.answer(cb, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
-        if member.sync_callback is not None:
-            cb, member.sync_callback = member.sync_callback, None
-            ctx.answer(cb, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        self.answer_waiting(member, ErrorCode.UNKNOWN_MEMBER_ID)
         group.remove(member.member_id)
         ctx.emit(kind, group, member=member, reason=reason)
+
+    def answer_waiting(self, member: Member, error: ErrorCode) -> None:
+        """Answer the member's parked JoinGroup and SyncGroup, if any, with `error`."""
+        if member.join_callback is not None:
+            cb, member.join_callback = member.join_callback, None
+            self.ctx.answer(cb, JoinResult(error, member.member_id))
+        if member.sync_callback is not None:
+            cb, member.sync_callback = member.sync_callback, None
+            self.ctx.answer(cb, SyncResult(error))
 
     def _after_member_removal(self, group: Group, reason: str, cause: Cause) -> None:
         if group.is_in(S.STABLE, S.COMPLETING_REBALANCE):

@@ -206,12 +206,7 @@ class Migration:
         group.converted_from = None
         ctx = self.ctx
         for member in classic.members.values():
-            if member.join_callback is not None:
-                cb, member.join_callback = member.join_callback, None
-                ctx.answer(cb, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
-            if member.sync_callback is not None:
-                cb, member.sync_callback = member.sync_callback, None
-                ctx.answer(cb, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+            self.membership.answer_waiting(member, ErrorCode.REBALANCE_IN_PROGRESS)
         self.membership.forget_timers(classic)
         for member in group.members.values():
             if member.uses_classic:
@@ -337,19 +332,7 @@ class Migration:
             classic=ClassicMemberMetadata(req.session_timeout_ms, tuple(req.protocols)))
         names_changed = set(updated.subscribed_topic_names) != set(before.subscribed_topic_names)
         bump = names_changed or before.subscribed_topic_regex is not None
-        if replaced is not None:
-            consumer._replace_static(group, replaced, updated)
-        else:
-            group.put(updated)
-        if is_new:
-            ctx.emit(K.MEMBER_JOINED, group, member=updated, reason="joined with the classic protocol")
-        topics = consumer._topics()
-        consumer._prune_regexes(group)
-        subscribed = consumer._subscribed_topics(group, topics)
-        if bump or subscribed != group.subscribed_topics:
-            group.subscribed_topics = subscribed
-            consumer._bump_group_epoch(group, "subscription changed" if bump
-                                       else "subscribed topic metadata changed", member=updated)
+        topics = consumer._put_member(group, updated, replaced, is_new, "classic", subscription_changed=bump)
         owned = self._by_id(sub.owned)
         ctx.timer.cancel(_consumer_join_key(group.group_id, member_id))
         if downgrade:
