@@ -273,6 +273,41 @@ def _entry(key, value, timestamp=0, headers=()):
     return 0, timestamp, key, value, headers
 
 
+def _zigzag(v: int) -> bytes:
+    out = bytearray()
+    _write_varint(v, out)
+    return bytes(out)
+
+
+# The varints of -1 (a null key or value) up to 1023: every length and offset delta of a
+# small batch is one lookup.
+_SMALL_VARINTS = [_zigzag(v) for v in range(-1, 1024)]
+_PLAIN_TAIL = struct.Struct(">hiqqqhii")
+_PLAIN_HEAD = struct.Struct(">qiibI")
+
+
+def _varint(v: int) -> bytes:
+    return _SMALL_VARINTS[v + 1] if v < 1023 else _zigzag(v)
+
+
+def build_plain_batch(entries: list[tuple[bytes, bytes | None]], base_offset: int, timestamp: int,
+                      partition_leader_epoch: int = -1) -> bytes:
+    """The batch build_batch makes of (key, value, timestamp) tuples sharing one timestamp,
+    uncompressed, with no producer and no headers, at a fraction of its cost: what the
+    group coordinator writes on every commit."""
+    body = bytearray()
+    for i, (key, value) in enumerate(entries):
+        # attributes 0, timestamp delta 0, offset delta, key, value, no headers
+        rec = b"".join((b"\x00\x00", _varint(i), _varint(len(key)), key,
+                        _SMALL_VARINTS[0] if value is None else _varint(len(value)),
+                        value or b"", b"\x00"))
+        body += _varint(len(rec))
+        body += rec
+    n = len(entries)
+    tail = _PLAIN_TAIL.pack(0, max(n - 1, 0), timestamp if n else 0, timestamp if n else -1, -1, -1, -1, n) + body
+    return _PLAIN_HEAD.pack(base_offset, 9 + len(tail), partition_leader_epoch, 2, crc32c(tail)) + tail
+
+
 def build_batch(records: list[Record] | list[tuple], base_offset: int = 0, *, compression: int = 0,
                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                 partition_leader_epoch: int = -1, timestamp_type: int = 0, transactional: bool = False) -> bytes:

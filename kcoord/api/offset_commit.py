@@ -24,9 +24,10 @@ async def offset_commit(ctx, req):
                 {"partition_index": p.partition_index, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
                 for p in t.partitions]})
             continue
-        partitions += [OffsetCommitPartition(name, p.partition_index, p.committed_offset,
-                                             p.get("committed_leader_epoch", -1), p.committed_metadata)
-                       for p in t.partitions]
+        # Items, not attributes: a Message's attribute access is a Python call, per partition.
+        partitions += [OffsetCommitPartition(name, p["partition_index"], p["committed_offset"],
+                                             p.get("committed_leader_epoch", -1), p["committed_metadata"])
+                       for p in t["partitions"]]
     result = await ctx.broker.coordinator.commit_offsets(OffsetCommitRequest(
         group_id=req.group_id,
         member_id=req.member_id,

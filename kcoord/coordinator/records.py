@@ -23,9 +23,12 @@ class GroupMetadataRecord:
     value: dict | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class OffsetCommitRecord:
-    """One committed offset, or its tombstone (value None: deleted or expired)."""
+    """One committed offset, or its tombstone (value None: deleted or expired).
+
+    Not frozen, unlike the other records: a commit makes one per partition, and a frozen
+    dataclass's __init__ costs several times a plain one's. Nothing changes one once made."""
     group_id: str
     topic: str
     partition: int

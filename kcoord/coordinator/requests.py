@@ -46,7 +46,7 @@ class LeaveMember:
     reason: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class OffsetCommitPartition:
     topic: str
     partition: int

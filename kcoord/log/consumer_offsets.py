@@ -56,6 +56,7 @@ the partition hold them, so a client fetches exactly what was acknowledged.
 from __future__ import annotations
 
 import base64
+import functools
 import struct
 import time
 import uuid
@@ -148,12 +149,27 @@ class _Reader:
 
 # ---- keys ----------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=4096)
+def _offset_key_head(group: str, topic: str) -> bytes:
+    # A group commits the same few topics over and over: their key's head is made once.
+    return struct.pack(">h", OFFSET_COMMIT_KEY) + _str(group) + _str(topic)
+
+
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    return struct.pack(">h", OFFSET_COMMIT_KEY) + _str(group) + _str(topic) + struct.pack(">i", partition)
+    return _offset_key_head(group, topic) + _I32.pack(partition)
 
 
 def group_metadata_key(group: str) -> bytes:
     return struct.pack(">h", GROUP_METADATA_KEY) + _str(group)
+
+
+def decode_key_if_classic(data: bytes) -> dict | None:
+    """decode_key's answer for an offset commit or a classic group's metadata; None for the
+    consumer group (KIP-848) records that share the topic."""
+    if len(data) >= 2 and struct.unpack_from(">h", data)[0] not in (LEGACY_OFFSET_COMMIT_KEY, OFFSET_COMMIT_KEY,
+                                                                      GROUP_METADATA_KEY):
+        return None
+    return decode_key(data)
 
 
 def decode_key(data: bytes) -> dict:
@@ -187,10 +203,22 @@ def offset_commit_value(value: CommittedOffset, topic_id: uuid.UUID | None = Non
     if value.expire_ms is not None:
         return (struct.pack(">hq", OFFSET_COMMIT_VALUE_WITH_EXPIRY, value.offset) + _str(value.metadata or "")
                 + struct.pack(">qq", value.commit_ms, value.expire_ms))
-    metadata = (value.metadata or "").encode("utf-8")
-    tagged = b"\x00" if topic_id is None or topic_id.int == 0 else b"\x01\x00\x10" + topic_id.bytes
-    return (struct.pack(">hqi", OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch)
-            + _uvarint(len(metadata) + 1) + metadata + struct.pack(">q", value.commit_ms) + tagged)
+    metadata = value.metadata
+    # Most commits carry no metadata: its compact length alone (1) then.
+    text = b"\x01" if not metadata else _uvarint(len(metadata.encode("utf-8")) + 1) + metadata.encode("utf-8")
+    return (_V4_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch) + text
+            + _I64.pack(value.commit_ms) + _topic_id_tag(topic_id))
+
+
+_V4_HEAD = struct.Struct(">hqi")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+@functools.lru_cache(maxsize=1024)
+def _topic_id_tag(topic_id: uuid.UUID | None) -> bytes:
+    """The value's tagged fields: none, or the topic id as tag 0."""
+    return b"\x00" if topic_id is None or topic_id.int == 0 else b"\x01\x00\x10" + topic_id.bytes
 
 
 def group_metadata_value(group: dict) -> bytes:
@@ -482,7 +510,8 @@ class OffsetsTopic:
         batches = []
         for index, entries in grouped.items():
             partition = topic.partitions[index]
-            data = R.build_batch(entries, partition.high_watermark, partition_leader_epoch=partition.leader_epoch)
+            data = R.build_plain_batch([(key, value) for key, value, _ in entries], partition.high_watermark, now,
+                                       partition.leader_epoch)
             batches.append((index, data))
         if self.durable is not None:
             self.durable.append(records, [(TOPIC, index, data) for index, data in batches])
@@ -494,7 +523,7 @@ class OffsetsTopic:
         for index, data in batches:
             partition = topic.partitions[index]
             base = partition.high_watermark
-            partition.restore(data)
+            partition.put_built(data, len(grouped[index]), now)
             live = self._live.get(index)
             if live is not None and live[0] == base:
                 latest = live[1]

@@ -122,6 +122,15 @@ class Partition:
         b = R.parse_batch(data)
         self._keep(StoredBatch(b.base_offset, b.base_offset + b.last_offset_delta, b.max_timestamp, data), b)
 
+    def put_built(self, data: bytes, count: int, max_timestamp: int) -> None:
+        """Take a batch of `count` records, with no producer, that its builder made at this
+        partition's log end (the coordinator's own records): nothing to parse or check."""
+        base = self.high_watermark
+        stored = StoredBatch(base, base + count - 1, max_timestamp, data)
+        self.batches.append(stored)
+        self._last_offsets.append(stored.last_offset)
+        self.high_watermark = stored.last_offset + 1
+
     def replace_batches(self, batches: list[bytes]) -> None:
         """Compaction: the partition holds `batches` (at their own offsets, in order) instead;
         the log end stays where it was."""

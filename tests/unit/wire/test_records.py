@@ -24,6 +24,17 @@ def test_build_parse_roundtrip(recs, compression, base):
     assert batch.max_timestamp == max(ts for _, _, ts, _ in recs)
 
 
+_sized = st.one_of(st.binary(max_size=40), st.binary(min_size=1000, max_size=1100))  # 1- and 2-byte lengths
+
+
+@given(st.lists(st.tuples(_sized, st.one_of(st.none(), _sized)), max_size=70), st.integers(0, 2**41),
+       st.integers(0, 2**40), st.integers(-1, 5))
+@settings(max_examples=150, deadline=None)
+def test_plain_batches_are_the_bytes_build_batch_makes(entries, timestamp, base, leader_epoch):
+    assert R.build_plain_batch(entries, base, timestamp, leader_epoch) == R.build_batch(
+        [(k, v, timestamp) for k, v in entries], base, partition_leader_epoch=leader_epoch)
+
+
 @given(st.integers(21, 120), st.integers(1, 255))
 @settings(max_examples=200, deadline=None)
 def test_any_flip_in_crc_range_is_detected(pos, xor):
