@@ -74,6 +74,7 @@ class Kcoord:
                                         self.config.fsync, self.config.fsync_interval_ms)
             self.storage.load()
             self.offsets_topic.durable = self.storage
+            self.storage.offsets_in_batches = True
             self.storage.on_compact = self.offsets_topic.compact
             self.coordinator.core.record_sink = self.offsets_topic
             await self.storage.start()

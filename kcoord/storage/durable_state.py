@@ -22,6 +22,7 @@ Record payloads: one type byte, then JSON (metadata) or a binary batch.
     (a group id names one group: a G supersedes an earlier C of its id, and a C an earlier G,
     which is how an empty group changes protocol without losing its offsets)
   O committed offset                                        o offset tombstone
+    (written only when no __consumer_offsets batch carries the offset: see `offsets_in_batches`)
   T topic                                                   t topic tombstone
   S a partition's log start offset (DeleteRecords)
   B record batch: u16 name length, name, i32 partition, batch bytes (offsets assigned)
@@ -39,7 +40,10 @@ from pathlib import Path
 
 from kcoord.coordinator.offsets import CommittedOffset
 from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record
+from kcoord.log.consumer_offsets import GROUP_METADATA_KEY, decode_key_if_classic, decode_value
+from kcoord.log.consumer_offsets import TOPIC as OFFSETS_TOPIC
 from kcoord.storage.record_log import RecordLog
+from wire import records as R
 
 log = logging.getLogger("kcoord.storage")
 
@@ -128,6 +132,12 @@ class DurableState:
         self.on_compact = None
         # Why group state may no longer be written, once a write of it failed (see above).
         self.failure: str | None = None
+        # Whether every offset record reaches append() together with the __consumer_offsets
+        # batch that holds it in Kafka's form (kcoord.log.consumer_offsets is the record sink):
+        # then that batch alone is written, the log keeps each offset once, and a restart reads
+        # the offsets back from the topic, as Kafka's coordinator loads them. O records of an
+        # older data dir are still read; the topic's records, written after them, win.
+        self.offsets_in_batches = False
 
     # ---- start-up ------------------------------------------------------
     def load(self) -> None:
@@ -182,6 +192,7 @@ class DurableState:
                     partition.restore(data)
                     self.loaded["batches"] += 1
                 partition.restore_log_start(starts.get((topic.name, partition.index), 0))
+        self._offsets_from_topic(offsets)
         for g in groups.values():
             self.core.load_group(decode_group(g))
         for g in consumer_groups.values():
@@ -197,6 +208,34 @@ class DurableState:
         for topic in self.topics.topics.values():
             self._watch(topic)
         self.core.record_sink = self
+
+    def _offsets_from_topic(self, offsets: dict[tuple[str, str, int], dict]) -> None:
+        """Apply the committed offsets __consumer_offsets holds, in log order, to `offsets`
+        (those of O records, keyed by group, topic and partition). A group's tombstone takes
+        its offsets along, as the coordinator replays it."""
+        topic = self.topics.get(OFFSETS_TOPIC)
+        for partition in topic.partitions if topic is not None else ():
+            for stored in partition.batches:
+                for record in R.decode_records(R.parse_batch(stored.data)):
+                    if record.offset < partition.log_start_offset:
+                        continue
+                    key = decode_key_if_classic(record.key)
+                    if key is None:
+                        continue  # a consumer group's (KIP-848) record: its C record restores it
+                    data = key["data"]
+                    if key["type"] == GROUP_METADATA_KEY:
+                        if record.value is None:
+                            for k in [k for k in offsets if k[0] == data["group"]]:
+                                del offsets[k]
+                        continue
+                    k = (data["group"], data["topic"], data["partition"])
+                    value = decode_value(key, record.value)
+                    if value is None:
+                        offsets.pop(k, None)
+                        continue
+                    v = value["data"]
+                    offsets[k] = {"g": k[0], "t": k[1], "p": k[2], "o": v["offset"], "e": v.get("leaderEpoch", -1),
+                                  "m": v["metadata"], "c": v["commitTimestamp"], "x": v.get("expireTimestamp")}
 
     async def start(self) -> None:
         if self.log.fsync == "interval":
@@ -229,6 +268,8 @@ class DurableState:
         and ends group recording."""
         if self.failure is not None:
             raise StorageFailed(self.failure)
+        if self.offsets_in_batches:
+            records = [r for r in records if type(r) is not OffsetCommitRecord]
         try:
             self.log.append(*(_payload(r) for r in records), *(_batch_payload(t, p, data) for t, p, data in batches))
         except Exception as err:
@@ -306,6 +347,8 @@ class DurableState:
             value = self.core.persisted_consumer_group(group_id)
             if value is not None:
                 yield _json(b"C", value)
+        if self.offsets_in_batches:
+            return  # the compacted __consumer_offsets batches above hold them
         for group_id in self.core.offsets.groups():
             for (topic, partition), v in self.core.offsets.all(group_id).items():
                 yield _payload(OffsetCommitRecord(group_id, topic, partition, v))

@@ -139,6 +139,94 @@ def test_compaction_keeps_the_live_state_only(tmp_path):
         server.stop()
 
 
+def _offsets(server) -> dict:
+    core = server.app.coordinator.core
+    return {g: core.offsets.all(g) for g in core.offsets.groups()}
+
+
+def _payload_kinds(data_dir) -> set[bytes]:
+    from kcoord.storage.record_log import RecordLog
+
+    return {payload[:1] for payload in RecordLog(Path(data_dir) / "state.log").replay()}
+
+
+def test_offsets_are_written_once_as_consumer_offsets_records_and_read_back_exactly(tmp_path):
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        created = raw.call(19, 4, {"topics": [{"name": "t", "num_partitions": 2, "replication_factor": 1,
+                                               "assignments": [], "configs": []}],
+                                   "timeout_ms": 5000, "validate_only": False})
+        assert created.topics[0].error_code == 0
+        raw.call(8, 8, {"group_id": "a", "generation_id_or_member_epoch": -1, "member_id": "",
+                        "group_instance_id": None, "topics": [{"name": "t", "partitions": [
+                            {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": 3,
+                             "committed_metadata": "meta"},
+                            {"partition_index": 1, "committed_offset": 7, "committed_leader_epoch": -1,
+                             "committed_metadata": ""}]}]})
+        # An explicit retention (v2-v4): Kafka's value v1, with its expiry.
+        raw.call(8, 2, {"group_id": "r", "generation_id_or_member_epoch": -1, "member_id": "",
+                        "retention_time_ms": 600000, "topics": [{"name": "t", "partitions": [
+                            {"partition_index": 0, "committed_offset": 9, "committed_metadata": "x"}]}]})
+        raw.call(47, 0, {"group_id": "a", "topics": [{"name": "t", "partitions": [{"partition_index": 1}]}]})
+        _commit(raw, "d", {("t", 0): 1, ("t", 1): 2})
+        assert raw.call(42, 2, {"groups_names": ["d"]}).results[0].error_code == 0
+        _commit(raw, "d", {("t", 1): 3})            # a group deleted, then committed to again
+        _commit(raw, "gone", {("t", 0): 4})
+        assert raw.call(42, 2, {"groups_names": ["gone"]}).results[0].error_code == 0
+        before = _offsets(server)
+        assert {g: sorted(o) for g, o in before.items()} == {"a": [("t", 0)], "r": [("t", 0)], "d": [("t", 1)]}
+        assert before["r"][("t", 0)].expire_ms is not None
+    finally:
+        server.stop()
+    # Once: the __consumer_offsets batches hold the offsets, no record of kcoord's own repeats them.
+    assert b"B" in _payload_kinds(tmp_path) and not _payload_kinds(tmp_path) & {b"O", b"o"}
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        assert _offsets(server) == before
+        server.call(lambda: _compact(server.app.storage))
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        assert _offsets(server) == before
+        fetched = Raw(server.bootstrap).call(9, 7, {"group_id": "a", "topics": None, "require_stable": False})
+        p = fetched.topics[0].partitions
+        assert [(x.partition_index, x.committed_offset, x.committed_leader_epoch, x.metadata) for x in p] == [
+            (0, 5, 3, "meta")]
+    finally:
+        server.stop()
+
+
+def test_an_older_data_dirs_offset_records_are_read_and_later_topic_records_win(tmp_path):
+    # Before the offsets lived only in __consumer_offsets, each was also an "O" record.
+    (tmp_path / "state.log").write_bytes(b"".join(frame(p) for p in (
+        b'T{"name":"t","id":"00000000-0000-0000-0000-00000000000a","partitions":2,"configs":{}}',
+        b'O{"g":"old","t":"t","p":0,"o":11,"e":-1,"m":"","c":1,"x":null}',
+        b'O{"g":"old","t":"t","p":1,"o":12,"e":-1,"m":"","c":1,"x":null}',
+        b'O{"g":"kept","t":"t","p":0,"o":13,"e":2,"m":"k","c":1,"x":null}')))
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        assert _fetch(raw, "old") == {("t", 0): 11, ("t", 1): 12}
+        _commit(raw, "old", {("t", 1): 20})
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        assert _fetch(raw, "old") == {("t", 0): 11, ("t", 1): 20}
+        assert raw.call(42, 2, {"groups_names": ["old"]}).results[0].error_code == 0
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        assert _fetch(raw, "old") == {} and _fetch(raw, "kept") == {("t", 0): 13}
+    finally:
+        server.stop()
+
+
 async def _compact(storage):
     storage.compact()
 
