@@ -715,7 +715,11 @@ class Struct(KType):
             lines.append("    unknown = g('_unknown_tags')")
             lines.append("    if unknown:")
             lines.append("        tags.extend(unknown.items())")
-            lines.append("    write_tags(tags, io)")
+            # Most structs carry no tagged field: their count, zero, is one byte.
+            lines.append("    if tags:")
+            lines.append("        write_tags(tags, io)")
+            lines.append("    else:")
+            lines.append("        io.write(b'\\x00')")
         code.append("\n".join(lines) + "\n")
         return name
 
