@@ -26,6 +26,12 @@ class Timer(abc.ABC):
         """Run `callback` after `delay_ms`, replacing any timer with the same key."""
 
     @abc.abstractmethod
+    def postpone(self, key: str, delay_ms: int) -> bool:
+        """Move the pending timer with this key to `delay_ms` from now, keeping its callback;
+        False (nothing done) when none is pending. A session timer reset by every heartbeat
+        then makes no callback or timer object per heartbeat."""
+
+    @abc.abstractmethod
     def cancel(self, key: str) -> None:
         """Forget the timer with this key, if any."""
 
@@ -71,6 +77,19 @@ class AsyncioTimer(Timer):
         entry[2] = loop.call_at(deadline, self._fire, key, entry)
         self._timers[key] = entry
 
+    def postpone(self, key, delay_ms):
+        entry = self._timers.get(key)
+        if entry is None:
+            return False
+        deadline = self.loop.time() + max(delay_ms, 0) / 1000
+        if entry[2].when() <= deadline:
+            entry[0] = deadline
+        else:
+            entry[2].cancel()
+            entry[0] = deadline
+            entry[2] = self.loop.call_at(deadline, self._fire, key, entry)
+        return True
+
     def _fire(self, key, entry):
         if self._timers.get(key) is not entry:
             return
@@ -110,6 +129,13 @@ class ManualTimer(Timer):
         deadline = self._now + max(delay_ms, 0)
         self._timers[key] = (deadline, seq, callback)
         heapq.heappush(self._heap, (deadline, seq, key))
+
+    def postpone(self, key, delay_ms):
+        entry = self._timers.get(key)
+        if entry is None:
+            return False
+        self.schedule(key, delay_ms, entry[2])
+        return True
 
     def cancel(self, key):
         self._timers.pop(key, None)

@@ -16,6 +16,8 @@ bumps the group epoch, so the others are given its partitions.
 """
 from __future__ import annotations
 
+import functools
+
 import base64
 import logging
 import re
@@ -563,8 +565,10 @@ class ConsumerProtocol:
     def _schedule_session(self, group: ConsumerGroup, member_id: str, timeout_ms: int | None = None) -> None:
         """`timeout_ms`: a classic member's own session timeout (online migration)."""
         group_id = group.group_id
-        self.ctx.schedule(_session_key(group_id, member_id), timeout_ms or self.ctx.config.consumer_session_timeout_ms,
-                          lambda: self._fence_by_timer(group_id, member_id, None, "the member session expired"))
+        key, timeout = _session_key(group_id, member_id), timeout_ms or self.ctx.config.consumer_session_timeout_ms
+        if not self.ctx.timer.postpone(key, timeout):  # the same callback: only the deadline moves
+            self.ctx.schedule(key, timeout, functools.partial(self._fence_by_timer, group_id, member_id, None,
+                                                              "the member session expired"))
 
     def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         group_id, member_id, epoch = group.group_id, member.member_id, member.member_epoch

@@ -13,6 +13,8 @@ disk holds. (Kafka reverts its in-memory snapshot and carries on; see docs/devia
 """
 from __future__ import annotations
 
+import functools
+
 import logging
 from typing import Any, Callable, Protocol
 
@@ -72,7 +74,7 @@ class CoordinatorContext:
 
     def schedule(self, key: str, delay_ms: int, fn: Callable[[], None]) -> None:
         """A keyed timer whose expiry is an operation of its own."""
-        self.timer.schedule(key, delay_ms, lambda: self.operation(fn))
+        self.timer.schedule(key, delay_ms, functools.partial(self.operation, fn))
 
     # ---------------------------------------------------------- operations
     def operation(self, fn: Callable[[], Any]) -> Any:

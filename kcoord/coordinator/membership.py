@@ -10,6 +10,8 @@ a timer or another request completes the round.
 """
 from __future__ import annotations
 
+import functools
+
 import uuid
 from typing import Callable
 
@@ -358,8 +360,9 @@ class ClassicMembership:
 
     def _schedule_heartbeat(self, group: Group, member: Member, timeout_ms: int) -> None:
         group_id, member_id = group.group_id, member.member_id
-        self.ctx.schedule(_heartbeat_key(group_id, member_id), timeout_ms,
-                          lambda: self._heartbeat_expired(group_id, member_id))
+        key = _heartbeat_key(group_id, member_id)
+        if not self.ctx.timer.postpone(key, timeout_ms):  # the same callback: only the deadline moves
+            self.ctx.schedule(key, timeout_ms, functools.partial(self._heartbeat_expired, group_id, member_id))
 
     def _heartbeat_expired(self, group_id: str, member_id: str) -> None:
         group = self.ctx.groups.get(group_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-@dataclass
+@dataclass(slots=True)
 class JoinRequest:
     group_id: str
     member_id: str
@@ -20,7 +20,7 @@ class JoinRequest:
     reason: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class SyncRequest:
     group_id: str
     member_id: str
@@ -31,7 +31,7 @@ class SyncRequest:
     assignments: dict[str, bytes] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class HeartbeatRequest:
     group_id: str
     member_id: str
@@ -39,7 +39,7 @@ class HeartbeatRequest:
     instance_id: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class LeaveMember:
     member_id: str
     instance_id: str | None
@@ -55,7 +55,7 @@ class OffsetCommitPartition:
     metadata: str | None = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class OffsetCommitRequest:
     group_id: str
     member_id: str
@@ -66,7 +66,7 @@ class OffsetCommitRequest:
     retention_ms: int = -1     # v2-4 retention_time_ms; -1: the broker's retention
 
 
-@dataclass
+@dataclass(slots=True)
 class ConsumerHeartbeatRequest:
     """ConsumerGroupHeartbeat (KIP-848). None marks a field the member left out (a partial
     heartbeat keeps what the coordinator knows)."""

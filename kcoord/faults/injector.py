@@ -26,6 +26,7 @@ import collections
 import itertools
 import json
 import logging
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Awaitable, Callable
@@ -41,6 +42,9 @@ ACTIONS = ("error", "delay", "drop_before", "drop_after", "unavailable", "expire
 UNAVAILABLE_ERRORS = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
                       ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 _ids = itertools.count(1)
+# The requests `history` keeps: enough for a test to see what a client did after a fault it
+# just fired, without holding ~150 bytes for each of the last 100,000 requests of a busy server.
+HISTORY_REQUESTS = 20000
 
 
 class FaultRuleError(ValueError):
@@ -202,7 +206,7 @@ class FaultInjector:
         self.fired_log: list[dict] = []  # what fired, in order (bounded)
         self.seen: dict[int, int] = {}   # api key -> requests seen, to observe client recovery
         # (sequence number, api key, group) of the latest requests: what a client did after a fault.
-        self.history: collections.deque = collections.deque(maxlen=100000)
+        self.history: collections.deque = collections.deque(maxlen=HISTORY_REQUESTS)
         self._seq = 0
 
     # ------------------------------------------------------------ rules
@@ -272,7 +276,8 @@ class FaultInjector:
             group = body.get("group_id")
         else:
             group = request_group(key, req.api_version, body) if isinstance(body, dict) else None
-        self.history.append((self._seq, key, group))
+        # Interned: a decoded group id is a new string per request, and the history keeps it.
+        self.history.append((self._seq, key, None if group is None else sys.intern(group)))
         return group
 
     async def around(self, req, handle: Callable[[], Awaitable[bytes | None]],

@@ -96,3 +96,23 @@ def test_a_callback_may_schedule_its_own_key_again():
     timer.schedule("k", 1_000, expire)
     loop.advance(10)
     assert fired == [1001.0, 1002.0, 1003.0]
+
+
+def test_postponing_moves_a_pending_timer_with_its_callback_and_nothing_else():
+    from kcoord.coordinator.clock import ManualTimer
+
+    loop = _Loop()
+    manual = ManualTimer()
+    for timer, advance in ((AsyncioTimer(loop), loop.advance), (manual, lambda s: manual.advance(int(s * 1000)))):
+        fired = []
+        assert timer.postpone("hb", 1_000) is False and not timer.is_scheduled("hb")
+        timer.schedule("hb", 10_000, lambda: fired.append("session"))
+        for _ in range(20):   # heartbeats: each moves the deadline 10 s on
+            advance(1)
+            assert timer.postpone("hb", 10_000) is True
+        assert timer.postpone("hb", 2_000) is True   # earlier: takes effect too
+        advance(1.9)
+        assert fired == []
+        advance(0.1)
+        assert fired == ["session"] and not timer.is_scheduled("hb")
+        assert timer.postpone("hb", 1_000) is False   # fired: nothing left to move
