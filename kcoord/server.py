@@ -32,6 +32,8 @@ _API_KEY = struct.Struct(">h")
 CLOSE_GRACE_S = 1.0
 # How long the shutdown waits for cancelled connection tasks before it says which did not end.
 CLOSE_WAIT_S = 5.0
+# The longest wait between two sweeps for idle connections (connections.max.idle.ms).
+IDLE_SWEEP_MAX_S = 5.0
 
 
 class Connection:
@@ -83,6 +85,11 @@ async def _resume(coro, awaited):
             return stop.value
 
 
+async def _answered(response):
+    """A request answered before any handler ran, as the coroutine `_request` returns."""
+    return response
+
+
 class _ConnectionProtocol(asyncio.Protocol):
     """One client connection: frames in, one request at a time, responses out in order.
 
@@ -94,7 +101,7 @@ class _ConnectionProtocol(asyncio.Protocol):
     it is answered."""
 
     __slots__ = ("server", "loop", "buf", "conn", "transport", "busy", "task", "read_paused", "write_paused",
-                 "eof", "closing", "lost", "idle_since", "idle_handle")
+                 "eof", "closing", "lost", "idle_since")
 
     def __init__(self, server: "KafkaServer"):
         self.server = server
@@ -109,8 +116,7 @@ class _ConnectionProtocol(asyncio.Protocol):
         self.eof = False
         self.closing = False
         self.lost = False
-        self.idle_since = 0.0
-        self.idle_handle: asyncio.TimerHandle | None = None
+        self.idle_since = 0.0   # loop time of the last answer (or of the connection), for the idle sweep
 
     # ---------------------------------------------------------------- transport events
     def connection_made(self, transport):
@@ -122,9 +128,6 @@ class _ConnectionProtocol(asyncio.Protocol):
             return
         self.server._connections[self] = None
         self.idle_since = self.loop.time()
-        idle = self.server.limits.idle_seconds
-        if idle is not None:
-            self.idle_handle = self.loop.call_at(self.idle_since + idle, self._idle_check)
 
     def data_received(self, data):
         self.buf += data
@@ -152,8 +155,6 @@ class _ConnectionProtocol(asyncio.Protocol):
     def connection_lost(self, exc):
         self.closing = True
         self.lost = True
-        if self.idle_handle is not None:
-            self.idle_handle.cancel()
         if self.task is not None and not self.task.done():
             self.task.cancel()
         if self.conn is not None and self.server._connections.pop(self, False) is None:
@@ -195,7 +196,11 @@ class _ConnectionProtocol(asyncio.Protocol):
                     self.transport.resume_reading()
                 return
             self.busy = True
-            coro = server._request(self.conn, payload)
+            try:
+                coro = server._request(self.conn, payload)
+            except BaseException as exc:
+                self._failed(exc)
+                return
             api = server.apis.get(_API_KEY.unpack_from(payload, 0)[0]) if len(payload) >= 2 else None
             if api is None or not api.inline:
                 self._in_task(coro)
@@ -247,23 +252,9 @@ class _ConnectionProtocol(asyncio.Protocol):
         self.busy = False
         self.idle_since = self.loop.time()
 
-    def _idle_check(self) -> None:
-        # One timer per connection, moved on only when it fires: no timer per request.
-        if self.closing:
-            return
-        idle = self.server.limits.idle_seconds
-        now = self.loop.time()
-        if idle is None:
-            return
-        if self.busy:
-            self.idle_handle = self.loop.call_at(now + idle, self._idle_check)
-        elif now - self.idle_since >= idle:
-            limits = self.server.limits
-            limits.hit("connections.max.idle.ms", self.conn.host, "closing %s: idle for %d ms "
-                       "(connections.max.idle.ms)", self.conn, limits.idle_ms)
-            self.close()
-        else:
-            self.idle_handle = self.loop.call_at(self.idle_since + idle, self._idle_check)
+    def idle_for(self, now: float, idle: float) -> bool:
+        """Whether this connection has been idle (nothing being handled) for `idle` seconds."""
+        return not self.busy and not self.closing and now - self.idle_since >= idle
 
     def close(self) -> None:
         if self.closing:
@@ -299,6 +290,7 @@ class KafkaServer:
         # A kcoord.faults.FaultInjector, or None: every request passes through it.
         self.faults = None
         self.apis = registry()
+        self._idle_sweep: asyncio.TimerHandle | None = None
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
@@ -306,9 +298,28 @@ class KafkaServer:
                                                 reuse_address=True, ssl=self.ssl_context)
         sock = self._server.sockets[0].getsockname()
         self.port = sock[1]
+        self._sweep_idle()
         return sock[0], sock[1]
 
+    def _sweep_idle(self) -> None:
+        """Close the connections idle for connections.max.idle.ms. One sweep over them all, a tenth
+        of that time apart (at most 5 s), rather than a loop timer per connection: a connection
+        goes at most that much later than its limit. The limit is read each time (it is dynamic)."""
+        loop = asyncio.get_running_loop()
+        limits = self.limits
+        idle = limits.idle_seconds
+        if idle is not None:
+            now = loop.time()
+            for protocol in [c for c in self._connections if c.idle_for(now, idle)]:
+                limits.hit("connections.max.idle.ms", protocol.conn.host, "closing %s: idle for %d ms "
+                           "(connections.max.idle.ms)", protocol.conn, limits.idle_ms)
+                protocol.close()
+        period = IDLE_SWEEP_MAX_S if idle is None else min(max(idle / 10, 0.01), IDLE_SWEEP_MAX_S)
+        self._idle_sweep = loop.call_later(period, self._sweep_idle)
+
     async def close(self) -> None:
+        if self._idle_sweep is not None:
+            self._idle_sweep.cancel()
         if self._server is not None:
             self._server.close()
         connections = list(self._connections)
@@ -334,36 +345,38 @@ class KafkaServer:
         if self._server is not None:
             await self._server.wait_closed()
 
-    async def _request(self, conn: Connection, payload: bytes):
+    def _request(self, conn: Connection, payload: bytes):
+        """A coroutine that answers the request: response bytes, None (no response), or False
+        (close the connection).
+
+        Decoding and routing happen here, before any coroutine exists, and the coroutine
+        returned is the handler's own (`_respond`): a request parked for seconds (a JoinGroup
+        in its rebalance) holds one frame of the server's, not three."""
         for observe in self.frame_observers:
             observe(conn, "request", payload)
-        return await self._handle(conn, payload)
-
-    async def _handle(self, conn: Connection, payload: bytes):
-        """Returns response bytes, None (no response), or False (close the connection)."""
         if self.sasl is not None:
             gated = self.sasl.check(conn, payload)
             if gated is not None:
-                return gated
+                return _answered(gated)
         try:
             req = codec.decode_request(payload)
         except UnsupportedVersionError as err:
-            return self._unsupported(conn, payload, err)
+            return _answered(self._unsupported(conn, payload, err))
         except DecodeError as err:
             log.warning("closing %s: malformed request: %s", conn, err)
-            return False
+            return _answered(False)
         api = self.apis.get(req.api_key)
         if api is None or not api.serves(req.api_version):
-            return self._unsupported(conn, payload, UnsupportedVersionError(req.api_key, req.api_version))
+            return _answered(self._unsupported(conn, payload, UnsupportedVersionError(req.api_key, req.api_version)))
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
                              req.client_id, conn.host, conn)
         faults = self.faults
         if faults is not None:
             group = faults.note(req)
             if faults.rules:
-                return await faults.around(req, lambda: self._respond(api, ctx, req),
-                                           answered=lambda body: self._observe(api, req, body, 0.0), group=group)
-        return await self._respond(api, ctx, req)
+                return faults.around(req, lambda: self._respond(api, ctx, req),
+                                     answered=lambda body: self._observe(api, req, body, 0.0), group=group)
+        return self._respond(api, ctx, req)
 
     async def _respond(self, api, ctx: RequestContext, req):
         started = time.perf_counter()

@@ -10,6 +10,7 @@ import abc
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from typing import Callable
 
@@ -41,18 +42,29 @@ class Timer(abc.ABC):
 
 
 class AsyncioTimer(Timer):
-    """Real time, on the running asyncio loop.
+    """Real time, on the running asyncio loop: the timers in a heap of their own, with one
+    loop timer armed for the earliest.
 
-    Rescheduling a key to a later deadline (a session timer reset by every heartbeat) does not
-    touch the loop: the armed handle stays, the new deadline and callback are noted, and when
-    the handle fires it re-arms for the deadline it now finds. A session timer thus costs one
-    loop timer per session timeout instead of a cancel and a new handle per heartbeat, and the
-    callback still runs at the last deadline it was given."""
+    A loop timer per key cost ~300 bytes (its handle, a copy of the context, a bound method),
+    and a cancelled one stayed in the loop's heap until it was due: every member's session
+    and every pending member's id held one. Here a timer is its entry and one heap item, and a
+    cancelled one is dropped at once from the keys (its heap item is skipped when reached, and
+    the heap is rebuilt once such items are the majority).
+
+    Rescheduling a key to a later deadline (a session timer reset by every heartbeat) only
+    notes the new deadline and callback; when the old deadline comes round the timer goes
+    back into the heap at the one it now has, and the callback still runs at the last
+    deadline it was given. Timers due at the same time run in the order they were scheduled."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None):
         self._loop = loop
-        # key -> [deadline (loop time), callback, the armed handle]
+        # key -> [deadline (loop time), callback, the deadline of its heap item]
         self._timers: dict[str, list] = {}
+        self._heap: list[tuple[float, int, str, list]] = []   # (deadline, seq, key, entry)
+        self._seq = itertools.count()
+        self._stale = 0             # heap items whose timer was cancelled or replaced
+        self._armed = None          # the loop timer, for the heap's earliest deadline
+        self._armed_at = math.inf
 
     @property
     def loop(self):
@@ -64,52 +76,80 @@ class AsyncioTimer(Timer):
         return int(time.time() * 1000)
 
     def schedule(self, key, delay_ms, callback):
-        loop = self.loop
-        deadline = loop.time() + max(delay_ms, 0) / 1000
+        deadline = self.loop.time() + max(delay_ms, 0) / 1000
         entry = self._timers.get(key)
         if entry is not None:
-            if entry[2].when() <= deadline:
+            if entry[2] <= deadline:
                 entry[0] = deadline
                 entry[1] = callback
                 return
-            entry[2].cancel()
-        entry = [deadline, callback, None]
-        entry[2] = loop.call_at(deadline, self._fire, key, entry)
-        self._timers[key] = entry
+            self._stale += 1
+        self._push(key, [deadline, callback, deadline])
 
     def postpone(self, key, delay_ms):
         entry = self._timers.get(key)
         if entry is None:
             return False
         deadline = self.loop.time() + max(delay_ms, 0) / 1000
-        if entry[2].when() <= deadline:
+        if entry[2] <= deadline:
             entry[0] = deadline
         else:
-            entry[2].cancel()
-            entry[0] = deadline
-            entry[2] = self.loop.call_at(deadline, self._fire, key, entry)
+            self._stale += 1
+            self._push(key, [deadline, entry[1], deadline])
         return True
 
-    def _fire(self, key, entry):
-        if self._timers.get(key) is not entry:
-            return
-        if entry[0] > entry[2].when():  # moved later since it was armed
-            entry[2] = self.loop.call_at(entry[0], self._fire, key, entry)
-            return
-        del self._timers[key]
-        entry[1]()
+    def _push(self, key, entry) -> None:
+        self._timers[key] = entry
+        deadline = entry[2]
+        heapq.heappush(self._heap, (deadline, next(self._seq), key, entry))
+        if deadline < self._armed_at:
+            if self._armed is not None:
+                self._armed.cancel()
+            self._armed_at = deadline
+            self._armed = self.loop.call_at(deadline, self._run)
+
+    def _run(self) -> None:
+        self._armed, self._armed_at = None, math.inf
+        heap, timers = self._heap, self._timers
+        now = self.loop.time()
+        while heap and heap[0][0] <= now:
+            _, _, key, entry = heapq.heappop(heap)
+            if timers.get(key) is not entry:
+                self._stale -= 1
+                continue
+            if entry[0] > entry[2]:   # moved later since it went into the heap
+                entry[2] = entry[0]
+                heapq.heappush(heap, (entry[0], next(self._seq), key, entry))
+                continue
+            del timers[key]
+            try:
+                entry[1]()
+            except Exception as exc:   # one failing timer must not stop the others due now
+                self.loop.call_exception_handler({"message": f"timer {key!r} failed", "exception": exc})
+        if self._stale > 64 and self._stale * 2 > len(heap):
+            self._heap = heap = [item for item in heap if timers.get(item[2]) is item[3]]
+            heapq.heapify(heap)
+            self._stale = 0
+        if heap and heap[0][0] < self._armed_at:
+            if self._armed is not None:
+                self._armed.cancel()
+            self._armed_at = heap[0][0]
+            self._armed = self.loop.call_at(heap[0][0], self._run)
 
     def cancel(self, key):
-        entry = self._timers.pop(key, None)
-        if entry is not None:
-            entry[2].cancel()
+        if self._timers.pop(key, None) is not None:
+            self._stale += 1
 
     def is_scheduled(self, key):
         return key in self._timers
 
     def cancel_all(self):
-        for key in list(self._timers):
-            self.cancel(key)
+        self._timers.clear()
+        self._heap.clear()
+        self._stale = 0
+        if self._armed is not None:
+            self._armed.cancel()
+        self._armed, self._armed_at = None, math.inf
 
 
 class ManualTimer(Timer):

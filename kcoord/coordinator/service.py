@@ -9,7 +9,7 @@ query) leaves nothing behind. Handlers await the futures of parked JoinGroup/Syn
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from typing import Awaitable, Callable
 
 from kcoord.coordinator.coordinator import GroupCoordinator
 from kcoord.coordinator.requests import HeartbeatRequest, JoinRequest, OffsetCommitRequest, SyncRequest
@@ -35,11 +35,12 @@ class CoordinatorService:
         return await answer
 
     # ---- API ----
-    async def join_group(self, req: JoinRequest) -> JoinResult:
-        return await self._parked(lambda respond: self.core.join_group(req, respond))
+    # Not coroutines themselves: the handler awaits _parked's own, one frame less per parked request.
+    def join_group(self, req: JoinRequest) -> Awaitable[JoinResult]:
+        return self._parked(lambda respond: self.core.join_group(req, respond))
 
-    async def sync_group(self, req: SyncRequest) -> SyncResult:
-        return await self._parked(lambda respond: self.core.sync_group(req, respond))
+    def sync_group(self, req: SyncRequest) -> Awaitable[SyncResult]:
+        return self._parked(lambda respond: self.core.sync_group(req, respond))
 
     async def heartbeat(self, req: HeartbeatRequest):
         return self.core.heartbeat(req)
