@@ -126,6 +126,8 @@ class DurableState:
         self.compact_min_bytes = compact_min_bytes
         self._compacted_size = 0
         self._sync_task: asyncio.Task | None = None
+        self._compacting: asyncio.Task | None = None   # a compaction writing its file in a thread
+        self._started = False   # on a running loop (start() was awaited)
         self.loaded = {"groups": 0, "offsets": 0, "topics": 0, "batches": 0}
         # Called before the log is rewritten: compacts __consumer_offsets' partitions, whose
         # batches the snapshot then writes.
@@ -238,6 +240,7 @@ class DurableState:
                                   "m": v["metadata"], "c": v["commitTimestamp"], "x": v.get("expireTimestamp")}
 
     async def start(self) -> None:
+        self._started = True
         if self.log.fsync == "interval":
             self._sync_task = asyncio.get_running_loop().create_task(self._sync_every_interval())
 
@@ -254,6 +257,8 @@ class DurableState:
                     os.close(fd)
 
     async def close(self) -> None:
+        if self._compacting is not None:
+            await asyncio.gather(self._compacting, return_exceptions=True)
         if self._sync_task is not None:
             self._sync_task.cancel()
             await asyncio.gather(self._sync_task, return_exceptions=True)
@@ -318,13 +323,45 @@ class DurableState:
 
     # ---- compaction ----------------------------------------------------
     def _maybe_compact(self) -> None:
-        if self.log.size >= max(self.compact_min_bytes, 2 * self._compacted_size):
+        if self._compacting is not None or self.log.size < max(self.compact_min_bytes, 2 * self._compacted_size):
+            return
+        if self.log.fsync != "always" and self._started:
+            self._compacting = asyncio.get_running_loop().create_task(self._compact_in_background())
+            return
+        try:
+            self.compact()
+        except OSError as err:
+            self._compaction_failed(err)
+
+    def _compaction_failed(self, err: OSError) -> None:
+        # The old log is intact and still appended to; try again after it doubles.
+        self._compacted_size = self.log.size
+        log.warning("compacting %s failed (%s); the uncompacted log stays in use", self.log.path, err)
+
+    async def _compact_in_background(self) -> None:
+        """compact(), with the new file written and fsynced in a worker thread: on the loop's
+        thread that fsync stalled every connection for as long as the disk took. The live state
+        is taken on the loop; what is appended meanwhile goes to the old log as usual and is
+        copied after the new file before the rename (RecordLog.begin_rewrite). Not under
+        --fsync always, whose every write must be synced before it is answered."""
+        try:
+            if self.on_compact is not None:
+                self.on_compact()
+            before = self.log.size
+            payloads = list(self.snapshot())
+            tmp = self.log.begin_rewrite()
             try:
-                self.compact()
+                await asyncio.to_thread(self.log.write_new, tmp, payloads)
+                self.log.finish_rewrite(tmp)
             except OSError as err:
-                # The old log is intact and still appended to; try again after it doubles.
-                self._compacted_size = self.log.size
-                log.warning("compacting %s failed (%s); the uncompacted log stays in use", self.log.path, err)
+                self.log.abort_rewrite(tmp)
+                self._compaction_failed(err)
+                return
+            self._compacted_size = self.log.size
+            log.info("compacted %s from %d to %d bytes", self.log.path, before, self.log.size)
+            await asyncio.to_thread(self.log.sync_dir)
+        finally:
+            self._compacting = None
 
     def snapshot(self):
         """The whole live state as log payloads: one per key."""

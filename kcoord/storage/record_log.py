@@ -45,6 +45,7 @@ class RecordLog:
         self.truncated_bytes = 0
         self._fd: int | None = None
         self.size = 0
+        self._tail: list[bytes] | None = None   # appends made during a rewrite (see begin_rewrite)
 
     # ---- reading -------------------------------------------------------
     def replay(self) -> Iterator[bytes]:
@@ -99,6 +100,8 @@ class RecordLog:
                               "truncates the torn record", self.path, self.size)
             raise
         self.size += len(data)
+        if self._tail is not None:
+            self._tail.append(data)
         if self.fsync == "always":
             os.fsync(self._fd)
         else:
@@ -123,7 +126,24 @@ class RecordLog:
     def rewrite(self, payloads: Iterable[bytes]) -> None:
         """Replace the whole log with `payloads` (compaction), atomically: if writing the new
         file fails, it is removed and the old log stays in use."""
-        tmp = self.path.with_suffix(self.path.suffix + ".compacting")
+        tmp = self.begin_rewrite()
+        try:
+            self.write_new(tmp, payloads)
+        except OSError:
+            self.abort_rewrite(tmp)
+            raise
+        self.finish_rewrite(tmp)
+        self.sync_dir()
+
+    # A rewrite in three steps, for a caller that writes the new file away from the thread that
+    # appends: begin (appends from then on are also kept, as the tail), write_new (any thread:
+    # the new file, fsynced), then finish (the tail after it, and the rename) or abort.
+    def begin_rewrite(self) -> Path:
+        self._tail = []
+        return self.path.with_suffix(self.path.suffix + ".compacting")
+
+    @staticmethod
+    def write_new(tmp: Path, payloads: Iterable[bytes]) -> None:
         try:
             with open(tmp, "wb") as f:
                 for payload in payloads:
@@ -133,14 +153,40 @@ class RecordLog:
         except OSError:
             tmp.unlink(missing_ok=True)
             raise
-        os.replace(tmp, self.path)
+
+    def finish_rewrite(self, tmp: Path) -> None:
+        """Append what was written meanwhile to the new file and put it in the log's place. The
+        tail is not fsynced here: it is dirty like any append, and the policy syncs it."""
+        tail, self._tail = self._tail, None
+        try:
+            if tail:
+                with open(tmp, "ab") as f:
+                    for data in tail:
+                        f.write(data)
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+        if self._fd is not None:
+            os.close(self._fd)   # the old file: replaced, its unsynced pages no longer matter
+            self._fd = None
+        self.open()
+        self.dirty = bool(tail)
+        if tail and self.fsync == "always":
+            os.fsync(self._fd)
+            self.dirty = False
+
+    def abort_rewrite(self, tmp: Path) -> None:
+        self._tail = None
+        tmp.unlink(missing_ok=True)
+
+    def sync_dir(self) -> None:
+        """fsync the log's directory: the rename of a rewrite outlives a power cut."""
         dir_fd = os.open(self.path.parent, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-        self.close()
-        self.open()
 
     def close(self) -> None:
         if self._fd is not None:

@@ -227,6 +227,52 @@ def test_an_older_data_dirs_offset_records_are_read_and_later_topic_records_win(
         server.stop()
 
 
+def test_a_compaction_writing_in_the_background_keeps_what_was_committed_meanwhile(tmp_path, monkeypatch):
+    """The new file is written and fsynced in a worker thread (slowed down here) while commits
+    go on: those go to the old log and are copied after the new file before the rename."""
+    from kcoord.storage.record_log import RecordLog
+
+    tails = []
+    write_new, finish = RecordLog.write_new, RecordLog.finish_rewrite
+
+    def slow_write(tmp, payloads):
+        time.sleep(0.2)
+        write_new(tmp, payloads)
+
+    def counting_finish(self, tmp):
+        tails.append(len(self._tail))
+        finish(self, tmp)
+    monkeypatch.setattr(RecordLog, "write_new", staticmethod(slow_write))
+    monkeypatch.setattr(RecordLog, "finish_rewrite", counting_finish)
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        server.app.storage.compact_min_bytes = 32 * 1024
+        raw = Raw(server.bootstrap)
+        created = raw.call(19, 4, {"topics": [{"name": "t", "num_partitions": 8, "replication_factor": 1,
+                                               "assignments": [], "configs": []}],
+                                   "timeout_ms": 5000, "validate_only": False})
+        assert created.topics[0].error_code == 0
+        last = {}
+        deadline = time.monotonic() + 60
+        i = 0
+        while (len([t for t in tails if t]) < 3 or i < 3000) and time.monotonic() < deadline:
+            key = ("t", i % 8)
+            assert _commit(raw, f"g{i % 5}", {key: i}).topics[0].partitions[0].error_code == 0
+            last[(f"g{i % 5}", *key)] = i
+            i += 1
+        assert len([t for t in tails if t]) >= 3, tails   # compactions that had commits to carry over
+        assert server.app.storage.log.size < 32 * 1024 * 4
+    finally:
+        server.stop()
+    server = start_server(data_dir=str(tmp_path))
+    try:
+        raw = Raw(server.bootstrap)
+        got = {(g, t, p): o for g in {k[0] for k in last} for (t, p), o in _fetch(raw, g).items()}
+        assert got == last
+    finally:
+        server.stop()
+
+
 async def _compact(storage):
     storage.compact()
 
