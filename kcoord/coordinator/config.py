@@ -1,6 +1,8 @@
 """Coordinator settings; their defaults are the broker config table's (kcoord.broker_config)."""
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 from kcoord.broker_config import default
@@ -44,6 +46,7 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h >= 1 << 31 else h
 
 
+@functools.lru_cache(maxsize=8192)   # asked on every commit; the hash is a Python loop per character
 def offsets_partition_for(group_id: str, partitions: int = 50) -> int:
     """The __consumer_offsets partition (hence the coordinator) of a group, as Kafka computes it."""
     h = java_string_hash(group_id)

@@ -87,19 +87,23 @@ class OffsetManager:
         expire_ms = now + req.retention_ms if req.retention_ms is not None and req.retention_ms >= 0 else None
         results = []
         committed = []
+        max_metadata = ctx.config.offset_metadata_max_bytes
+        exists = None if ctx.topics is None else ctx.topics.partition_exists
+        write, group_id = ctx.write, req.group_id
         for p in req.partitions:
-            if (p.topic, p.partition) in refused:
-                results.append((p.topic, p.partition, refused[(p.topic, p.partition)]))
-            elif p.metadata is not None and len(p.metadata.encode("utf-8")) > ctx.config.offset_metadata_max_bytes:
-                results.append((p.topic, p.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
-            elif ctx.topics is not None and not ctx.topics.partition_exists(p.topic, p.partition):
-                results.append((p.topic, p.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            topic, partition, metadata = p.topic, p.partition, p.metadata
+            if refused and (topic, partition) in refused:
+                results.append((topic, partition, refused[(topic, partition)]))
+            # A character is at most 4 UTF-8 bytes: only a long text needs encoding to be measured.
+            elif metadata and len(metadata) * 4 > max_metadata and len(metadata.encode("utf-8")) > max_metadata:
+                results.append((topic, partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+            elif exists is not None and not exists(topic, partition):
+                results.append((topic, partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
-                ctx.write(OffsetCommitRecord(req.group_id, p.topic, p.partition,
-                                             CommittedOffset(p.offset, p.leader_epoch, p.metadata or "", now,
-                                                             expire_ms)))
-                results.append((p.topic, p.partition, ErrorCode.NONE))
-                committed.append((p.topic, p.partition))
+                write(OffsetCommitRecord(group_id, topic, partition,
+                                         CommittedOffset(p.offset, p.leader_epoch, metadata or "", now, expire_ms)))
+                results.append((topic, partition, ErrorCode.NONE))
+                committed.append((topic, partition))
         if committed:
             ctx.emit(K.OFFSETS_COMMITTED, group, member=member, count=len(committed), partitions=committed)
         return OffsetCommitResult(ErrorCode.NONE, results)

@@ -20,7 +20,10 @@ class OffsetStore:
         self._groups: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
 
     def commit(self, group_id: str, topic: str, partition: int, value: CommittedOffset) -> None:
-        self._groups.setdefault(group_id, {})[(topic, partition)] = value
+        offsets = self._groups.get(group_id)
+        if offsets is None:
+            offsets = self._groups[group_id] = {}
+        offsets[(topic, partition)] = value
 
     def get(self, group_id: str, topic: str, partition: int) -> CommittedOffset | None:
         return self._groups.get(group_id, {}).get((topic, partition))
