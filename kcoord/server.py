@@ -375,24 +375,29 @@ class KafkaServer:
             group = faults.note(req)
             if faults.rules:
                 return faults.around(req, lambda: self._respond(api, ctx, req),
-                                     answered=lambda body: self._observe(api, req, body, 0.0), group=group)
+                                     answered=lambda body: self._observe(api, req.api_version, body, 0.0), group=group)
         return self._respond(api, ctx, req)
 
     async def _respond(self, api, ctx: RequestContext, req):
         started = time.perf_counter()
+        key, version, correlation_id = req.api_key, req.api_version, req.correlation_id
         if self.acls is not None:
-            body = await self.acls.authorize(ctx.connection, req.api_key, req.api_version, req.body,
-                                             lambda allowed: api.handler(ctx, allowed))
+            handling = self.acls.authorize(ctx.connection, key, version, req.body,
+                                           lambda allowed: api.handler(ctx, allowed))
         else:
-            body = await api.handler(ctx, req.body)
-        self._observe(api, req, body, time.perf_counter() - started)
+            handling = api.handler(ctx, req.body)
+        # The handler holds what it needs of the request: a parked one (a JoinGroup waits for its
+        # whole group) does not keep the decoded header and body alive here as well.
+        req = None
+        body = await handling
+        self._observe(api, version, body, time.perf_counter() - started)
         if body is None:
             return None
-        return codec.encode_response(req.api_key, req.api_version, {"correlation_id": req.correlation_id}, body)
+        return codec.encode_response(key, version, {"correlation_id": correlation_id}, body)
 
-    def _observe(self, api, req, body, seconds: float) -> None:
+    def _observe(self, api, version: int, body, seconds: float) -> None:
         if self.metrics is not None:
-            self.metrics.observe_request(api.name, req.api_version, top_level_error(body), seconds)
+            self.metrics.observe_request(api.name, version, top_level_error(body), seconds)
 
     def _unsupported(self, conn: Connection, payload: bytes, err: UnsupportedVersionError):
         # Kafka answers an ApiVersions request it cannot parse with a v0 response

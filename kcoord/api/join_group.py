@@ -7,8 +7,7 @@ from kcoord.coordinator import JoinRequest
 
 
 async def join_group(ctx, req):
-    coordinator = ctx.broker.coordinator
-    result = await coordinator.join_group(JoinRequest(
+    request = JoinRequest(
         group_id=req.group_id,
         member_id=req.member_id,
         instance_id=req.get("group_instance_id"),
@@ -21,7 +20,9 @@ async def join_group(ctx, req):
         require_known_member_id=ctx.api_version >= 4,
         supports_skip_assignment=ctx.api_version >= 9,
         reason=req.get("reason"),
-    ))
+    )
+    del req   # not kept while the member waits for its group (seconds, for every member at once)
+    result = await ctx.broker.coordinator.join_group(request)
     return {
         "throttle_time_ms": 0,
         "error_code": result.error,

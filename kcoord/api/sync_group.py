@@ -7,7 +7,7 @@ from kcoord.coordinator import SyncRequest
 
 
 async def sync_group(ctx, req):
-    result = await ctx.broker.coordinator.sync_group(SyncRequest(
+    request = SyncRequest(
         group_id=req.group_id,
         member_id=req.member_id,
         generation_id=req.generation_id,
@@ -15,7 +15,9 @@ async def sync_group(ctx, req):
         protocol_type=req.get("protocol_type"),
         protocol_name=req.get("protocol_name"),
         assignments={a.member_id: a.assignment for a in req.assignments},
-    ))
+    )
+    del req   # not kept while a follower waits for its leader's assignment
+    result = await ctx.broker.coordinator.sync_group(request)
     return {"throttle_time_ms": 0, "error_code": result.error, "protocol_type": result.protocol_type,
             "protocol_name": result.protocol_name, "assignment": result.assignment}
 

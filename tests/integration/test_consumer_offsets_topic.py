@@ -45,8 +45,14 @@ def _scenario(bootstrap: str, topic: str, group: str, simple: str) -> None:
         producer.send(topic, b"v%d" % i, partition=i % 2)
     producer.flush()
     producer.close()
-    consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=bootstrap, client_id="offsets-topic",
+    consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, client_id="offsets-topic",
                              auto_offset_reset="earliest", enable_auto_commit=False)
+    # The topic's metadata first: a leader that assigns before it has it hands out nothing and
+    # rejoins, one generation more on whichever broker that happens (seen once on Kafka).
+    deadline = time.monotonic() + 30
+    while len(consumer.partitions_for_topic(topic) or ()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    consumer.subscribe([topic])
     seen, deadline = 0, time.monotonic() + 60
     while seen < 6 and time.monotonic() < deadline:
         seen += sum(len(batch) for batch in consumer.poll(1000).values())
