@@ -54,13 +54,16 @@ class OffsetManager:
             return group, ErrorCode.COORDINATOR_NOT_AVAILABLE
         if req.generation_id < 0 and group.is_in(S.EMPTY):
             return group, ErrorCode.NONE
-        if group.is_in(S.COMPLETING_REBALANCE):
-            return group, ErrorCode.REBALANCE_IN_PROGRESS
+        # Kafka's order (ClassicGroup.validateOffsetCommit): the member and its generation first,
+        # so an unknown member or an old generation is told so even while the group completes
+        # its rebalance; only a current member then hears REBALANCE_IN_PROGRESS.
         error = group.validate_member(req.member_id, req.instance_id)
         if error:
             return group, error
         if req.generation_id != group.generation:
             return group, ErrorCode.ILLEGAL_GENERATION
+        if group.is_in(S.COMPLETING_REBALANCE):
+            return group, ErrorCode.REBALANCE_IN_PROGRESS
         return group, ErrorCode.NONE
 
     def commit_offsets(self, req: OffsetCommitRequest) -> OffsetCommitResult:

@@ -98,6 +98,9 @@ def test_commit_validation():
     h.join(member_id=follower)  # -> CompletingRebalance
     assert h.group().state is S.COMPLETING_REBALANCE
     assert h.commit(member_id=leader, generation=gen + 1).error == E.REBALANCE_IN_PROGRESS
+    # As Kafka's ClassicGroup.validateOffsetCommit orders it: member and generation come first.
+    assert h.commit(member_id=leader, generation=gen).error == E.ILLEGAL_GENERATION
+    assert h.commit(member_id="ghost", generation=gen + 1).error == E.UNKNOWN_MEMBER_ID
 
 
 def test_commit_counts_as_heartbeat():
