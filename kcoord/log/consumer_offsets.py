@@ -525,6 +525,10 @@ class OffsetsTopic:
             base = partition.high_watermark
             partition.put_built(data, len(grouped[index]), now)
             live = self._live.get(index)
+            if live is None and base == 0:
+                # A partition that was empty has no history to read back: tracked from its first
+                # record on, its first compaction need not decode everything it holds by then.
+                live = self._live[index] = [0, {}]
             if live is not None and live[0] == base:
                 latest = live[1]
                 for i, (key, value, timestamp) in enumerate(grouped[index]):
