@@ -137,6 +137,13 @@ class CoordinatorContext:
         else:
             self.operation(lambda: self.write(record))
 
+    def write_all(self, records: list[Record]) -> None:
+        """write() each of `records` (a commit's offsets: one call, not one per partition)."""
+        if self._operation is not None:
+            self._operation.records.extend(records)
+        else:
+            self.operation(lambda: self.write_all(records))
+
     def answer(self, respond: Callable[[Any], None], result: Any) -> None:
         """Answer a parked request once the operation's records are written."""
         if self._operation is not None:

@@ -92,7 +92,7 @@ class OffsetManager:
         committed = []
         max_metadata = ctx.config.offset_metadata_max_bytes
         exists = None if ctx.topics is None else ctx.topics.partition_exists
-        write, group_id = ctx.write, req.group_id
+        records, group_id = [], req.group_id
         for p in req.partitions:
             topic, partition, metadata = p.topic, p.partition, p.metadata
             if refused and (topic, partition) in refused:
@@ -103,10 +103,13 @@ class OffsetManager:
             elif exists is not None and not exists(topic, partition):
                 results.append((topic, partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
-                write(OffsetCommitRecord(group_id, topic, partition,
-                                         CommittedOffset(p.offset, p.leader_epoch, metadata or "", now, expire_ms)))
+                records.append(OffsetCommitRecord(group_id, topic, partition,
+                                                  CommittedOffset(p.offset, p.leader_epoch, metadata or "", now,
+                                                                  expire_ms)))
                 results.append((topic, partition, ErrorCode.NONE))
                 committed.append((topic, partition))
+        if records:
+            ctx.write_all(records)
         if committed:
             ctx.emit(K.OFFSETS_COMMITTED, group, member=member, count=len(committed), partitions=committed)
         return OffsetCommitResult(ErrorCode.NONE, results)

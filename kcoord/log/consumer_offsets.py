@@ -482,37 +482,45 @@ class OffsetsTopic:
         """All of `records` or none: an exception leaves every partition as it was."""
         topic = self.ensure()
         now = self.now_ms()
-        grouped: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
+        grouped: dict[int, list[tuple[bytes, bytes | None]]] = {}   # partition -> (key, value), all at `now`
         written: dict[str, dict | None] = {}
-        # A commit's records all name one group: hash its id (Java's String.hashCode) once.
+        # A commit's records all name one group and few topics: the group's partition (Java's
+        # String.hashCode of its id) and each topic's id are looked up once per append.
         partition_of: dict[str, int] = {}
+        topic_ids: dict[str, uuid.UUID | None] = {}
         for record in records:
-            if isinstance(record, ConsumerGroupRecord):
+            if type(record) is OffsetCommitRecord:   # the commonest by far: encoded here directly
+                group_id, name = record.group_id, record.topic
+                if name in topic_ids:
+                    topic_id = topic_ids[name]
+                else:
+                    committed = self.topics.get(name)
+                    topic_id = topic_ids[name] = None if committed is None else committed.topic_id
+                key = offset_commit_key(group_id, name, record.partition)
+                value = None if record.value is None else offset_commit_value(record.value, topic_id)
+            elif isinstance(record, ConsumerGroupRecord):
                 previous = written[record.group_id] if record.group_id in written \
                     else self._consumer_groups.get(record.group_id)
-                index = self.partition_for(record.group_id, topic)
+                entries = grouped.setdefault(self.partition_for(record.group_id, topic), [])
                 if record.replaces_classic:
                     # The classic group of this id ends here (its offsets stay), as Kafka writes it.
-                    grouped.setdefault(index, []).append((group_metadata_key(record.group_id), None, now))
-                for key, value in consumer_group_records(record.value, record.group_id, previous):
-                    grouped.setdefault(index, []).append((key, value, now))
+                    entries.append((group_metadata_key(record.group_id), None))
+                entries.extend(consumer_group_records(record.value, record.group_id, previous))
                 written[record.group_id] = record.value
                 continue
-            topic_id = None
-            if isinstance(record, OffsetCommitRecord):
-                committed = self.topics.get(record.topic)
-                topic_id = None if committed is None else committed.topic_id
-            group_id, key, value = kafka_record(record, topic_id)
+            else:
+                group_id, key, value = kafka_record(record)
             index = partition_of.get(group_id)
             if index is None:
                 index = partition_of[group_id] = self.partition_for(group_id, topic)
-            grouped.setdefault(index, []).append((key, value, now))
+            entries = grouped.get(index)
+            if entries is None:
+                entries = grouped[index] = []
+            entries.append((key, value))
         batches = []
         for index, entries in grouped.items():
             partition = topic.partitions[index]
-            data = R.build_plain_batch([(key, value) for key, value, _ in entries], partition.high_watermark, now,
-                                       partition.leader_epoch)
-            batches.append((index, data))
+            batches.append((index, R.build_plain_batch(entries, partition.high_watermark, now, partition.leader_epoch)))
         if self.durable is not None:
             self.durable.append(records, [(TOPIC, index, data) for index, data in batches])
         for group_id, value in written.items():
@@ -531,9 +539,9 @@ class OffsetsTopic:
                 live = self._live[index] = [0, {}]
             if live is not None and live[0] == base:
                 latest = live[1]
-                for i, (key, value, timestamp) in enumerate(grouped[index]):
+                for i, (key, value) in enumerate(grouped[index], base):
                     latest.pop(key, None)
-                    latest[key] = (key, value, timestamp, base + i)   # re-inserted: log order
+                    latest[key] = (key, value, now, i)   # re-inserted: log order
                 live[0] = partition.high_watermark
             else:
                 self._live.pop(index, None)
