@@ -84,6 +84,7 @@ class AsyncioTimer(Timer):
                 entry[1] = callback
                 return
             self._stale += 1
+            entry[1] = None   # its heap item stays until reached: not what the callback holds
         self._push(key, [deadline, callback, deadline])
 
     def postpone(self, key, delay_ms):
@@ -96,6 +97,7 @@ class AsyncioTimer(Timer):
         else:
             self._stale += 1
             self._push(key, [deadline, entry[1], deadline])
+            entry[1] = None
         return True
 
     def _push(self, key, entry) -> None:
@@ -137,7 +139,9 @@ class AsyncioTimer(Timer):
             self._armed = self.loop.call_at(heap[0][0], self._run)
 
     def cancel(self, key):
-        if self._timers.pop(key, None) is not None:
+        entry = self._timers.pop(key, None)
+        if entry is not None:
+            entry[1] = None   # a pending member id's timer holds its callback no longer than this
             self._stale += 1
 
     def is_scheduled(self, key):
