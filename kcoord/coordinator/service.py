@@ -22,9 +22,10 @@ class CoordinatorService:
         self._waiters: dict[str, list[tuple[Callable[[], bool], asyncio.Future]]] = {}
         core.on_change = self._notify
 
-    async def _parked(self, call: Callable[[Callable], None]):
-        """Run `call(respond)` now; wait until respond fires (at once, or when a timer or
-        another member's request completes the round)."""
+    def _parked(self, call: Callable[[Callable], None]) -> asyncio.Future:
+        """Run `call(respond)` now; the future respond settles (at once, or when a timer or
+        another member's request completes the round). A future, not a coroutine awaiting
+        one: a parked JoinGroup (every member of a group at once) holds one frame less."""
         answer = asyncio.get_running_loop().create_future()
 
         def respond(result):
@@ -32,10 +33,9 @@ class CoordinatorService:
                 answer.set_result(result)
 
         call(respond)
-        return await answer
+        return answer
 
     # ---- API ----
-    # Not coroutines themselves: the handler awaits _parked's own, one frame less per parked request.
     def join_group(self, req: JoinRequest) -> Awaitable[JoinResult]:
         return self._parked(lambda respond: self.core.join_group(req, respond))
 
