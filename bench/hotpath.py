@@ -33,7 +33,6 @@ import os
 import random
 import shutil
 import socket
-import statistics
 import struct
 import subprocess
 import sys
@@ -45,6 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from load import cpu_seconds, rss_mib  # noqa: E402  (the server's CPU and RSS, as load.py reads them)
 from wire import codec  # noqa: E402
 from wire.types import DecodeError, Message  # noqa: E402
 from wire.errors import ErrorCode  # noqa: E402
@@ -470,33 +470,20 @@ class _Peer(str):
     takes_delay = True
 
 
-def _cpu_seconds(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _rss_mib(pid: int | None) -> float | None:
-    if pid is None:
-        return None
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return None
-
-
 @contextlib.contextmanager
-def tansu_peer(delay_ms: int = 0):
-    import rebalance
-
-    with rebalance.tansu_peer() as bootstrap:
+def _listening_peer(start):
+    """A peer `bench/rebalance.py` starts that takes no delay setting; its process found by its port."""
+    with start() as bootstrap:
         peer = _Peer(bootstrap)
         peer.takes_delay = False
         peer.pid = _pid_listening(int(bootstrap.rsplit(":", 1)[1]))
         yield peer
+
+
+def tansu_peer(delay_ms: int = 0):
+    import rebalance
+
+    return _listening_peer(rebalance.tansu_peer)
 
 
 @contextlib.contextmanager
@@ -510,15 +497,10 @@ def mock_peer(delay_ms: int = 0):
         yield peer
 
 
-@contextlib.contextmanager
 def kfake_peer(delay_ms: int = 0):
     import rebalance
 
-    with rebalance.kfake_peer() as bootstrap:
-        peer = _Peer(bootstrap)
-        peer.takes_delay = False
-        peer.pid = _pid_listening(int(bootstrap.rsplit(":", 1)[1]))
-        yield peer
+    return _listening_peer(rebalance.kfake_peer)
 
 
 @contextlib.contextmanager
@@ -599,16 +581,16 @@ async def measured(peer: _Peer, phase) -> dict:
     """A load phase's figures, with the CPU time the server and this generator spent per request
     (the server's: its process; the generator's: this process, librdkafka's mock included)."""
     lag0 = await scrape_lag(peer)
-    server0, gen0 = _cpu_seconds(peer.pid), time.process_time()
+    server0, gen0 = cpu_seconds(peer.pid), time.process_time()
     result = await phase
-    server1, gen1 = _cpu_seconds(peer.pid), time.process_time()
+    server1, gen1 = cpu_seconds(peer.pid), time.process_time()
     result["server_loop_lag"] = stalls(lag0, await scrape_lag(peer))
     # The phase's own warm-up is inside these CPU figures: a slight overestimate per request.
     n = max(result["count"], 1)
     if server0 is not None and server1 is not None:
         result["server_cpu_us"] = round((server1 - server0) / n * 1e6, 1)
     result["generator_cpu_us"] = round((gen1 - gen0) / n * 1e6, 1)
-    rss = _rss_mib(peer.pid)
+    rss = rss_mib(peer.pid)
     result["server_rss_mib"] = None if rss is None else round(rss, 1)
     return result
 
