@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
+import sys
 import threading
 import time
 
@@ -26,6 +28,10 @@ def main():
     ap.add_argument("--session-ms", type=int, default=10000)
     a = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # kafka-python's own account (joins, heartbeat failures, rejoins) on stderr: the kill -9 test
+    # shows its tail when the group does not settle.
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from kafka import KafkaConsumer
     from kafka.structs import OffsetAndMetadata

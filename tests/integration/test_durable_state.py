@@ -454,7 +454,7 @@ def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_nev
 
     def diagnosis():
         logs = [(tmp_path / "server.log").read_text()[-3000:]]
-        logs += [f"committer-{i} (exit {p.poll()}): " + (tmp_path / f"committer-{i}.log").read_text()[-1500:]
+        logs += [f"committer-{i} (exit {p.poll()}): " + (tmp_path / f"committer-{i}.log").read_text()[-4000:]
                  for i, p in enumerate(committers)]
         return "\n".join(logs)
 
