@@ -12,6 +12,7 @@ from kcoord.admin.http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.config import ServerConfig
 from kcoord.coordinator import build_coordinator
+from kcoord.coordinator.events import EventKind
 from kcoord.dynamic_broker_config import DynamicBrokerConfigs
 from kcoord.journal import Journal, JournalTopic, journal_path
 from kcoord.log.consumer_offsets import OffsetsTopic
@@ -37,9 +38,13 @@ class Kcoord:
                                           self.coordinator.core.now)
         self.broker.offsets_topic = self.offsets_topic
         self.coordinator.core.record_sink = self.offsets_topic
-        # The latest coordinator events, for tests and (later) the admin endpoint.
+        # The latest coordinator events, for tests and (later) the admin endpoint. Not the
+        # commits: one per OffsetCommit would push the groups' history out of the window, and
+        # keeping ten thousand of them alive cost a commit a seventh of its CPU (the cyclic GC
+        # walking them) where the journal and metrics only count them.
         self.recorded_events: collections.deque = collections.deque(maxlen=10000)
-        self.coordinator.core.bus.subscribe(self.recorded_events.append)
+        record = self.recorded_events.append
+        self.coordinator.core.bus.subscribe(lambda e: e.kind is EventKind.OFFSETS_COMMITTED or record(e))
         self.journal_topic = (JournalTopic(self.broker.topics, self.config.journal_topic)
                               if self.config.journal_topic else None)
         self.journal = _open_journal(self.config, self.coordinator, self.journal_topic)

@@ -123,7 +123,9 @@ class Metrics:
             core.bus.subscribe(self.on_event)
 
     def on_event(self, e: GroupEvent) -> None:
-        if e.kind is EventKind.REBALANCE_STARTED:
+        if e.kind is EventKind.OFFSETS_COMMITTED:   # by far the commonest
+            self.offset_commits.inc(e.details.get("count", 0))
+        elif e.kind is EventKind.REBALANCE_STARTED:
             # The cause, not the free-text reason: member ids would explode label cardinality.
             self.rebalances.labels(e.cause or RebalanceCause.OTHER).inc()
             self._rebalance_started.setdefault(e.group_id, e.time_ms)
@@ -134,8 +136,6 @@ class Metrics:
         elif e.kind is EventKind.GROUP_CONVERTED and e.details.get("to") == "consumer":
             # An upgraded group's rebalance in progress never completes as a classic one.
             self._rebalance_started.pop(e.group_id, None)
-        elif e.kind is EventKind.OFFSETS_COMMITTED:
-            self.offset_commits.inc(e.details.get("count", 0))
         elif e.kind in _CONSUMER_EPOCH_KINDS:
             self.consumer_epochs.labels(str(e.kind)).inc()
 

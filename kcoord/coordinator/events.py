@@ -50,7 +50,7 @@ class RebalanceCause(enum.StrEnum):
     OTHER = "other"         # forced by a fault rule or on request
 
 
-@dataclass
+@dataclass(slots=True)
 class GroupEvent:
     kind: EventKind
     time_ms: int
@@ -98,6 +98,8 @@ class KafkaWordedLog:
 
     @staticmethod
     def format(e: GroupEvent) -> str | None:
+        if e.kind is EventKind.OFFSETS_COMMITTED:   # by far the commonest, and never logged
+            return None
         if e.kind is EventKind.REBALANCE_STARTED:
             return (f"Preparing to rebalance group {e.group_id} in state PreparingRebalance with old "
                     f"generation {e.generation} (reason: {e.reason})")
