@@ -4,6 +4,7 @@ from __future__ import annotations
 import bisect
 import collections
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from wire import records as R
 
@@ -14,8 +15,10 @@ class AppendError(Exception):
         super().__init__(message)
 
 
-@dataclass
-class StoredBatch:
+class StoredBatch(NamedTuple):
+    # A tuple, not a dataclass: a partition holds tens of thousands of these between two
+    # compactions (one per OffsetCommit in __consumer_offsets), and the cyclic GC stops
+    # tracking a tuple of ints and bytes, where it walks every object on each full collection.
     base_offset: int
     last_offset: int
     max_timestamp: int
