@@ -203,8 +203,11 @@ def time_to_stable(client: str, bootstrap: str, n: int, timeout: float = 60) -> 
         if client == "kafka-python":
             from kafka import KafkaConsumer
 
-            c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=30000,
+            from kcoord.conformance.member import subscribe_kafka_python
+
+            c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=30000,
                               heartbeat_interval_ms=1000)
+            subscribe_kafka_python(c, [topic])
             try:
                 while not stop.is_set():
                     c.poll(timeout_ms=100)

@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 from kcoord.cli import main as kcoord_main
+from kcoord.conformance.member import subscribe_kafka_python
 from kcoord.protocol_client import Connection
 from kcoord.testing.brokers import create_topic, wait_group
 
@@ -31,9 +32,10 @@ class Polling:
     def __init__(self, bootstrap: str, topic: str, group: str, client_id: str):
         from kafka import KafkaConsumer
 
-        self.consumer = KafkaConsumer(topic, group_id=group, bootstrap_servers=bootstrap, client_id=client_id,
+        self.consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, client_id=client_id,
                                       enable_auto_commit=False, auto_offset_reset="earliest",
                                       session_timeout_ms=10000, heartbeat_interval_ms=1000)
+        subscribe_kafka_python(self.consumer, [topic])
         self.jobs: queue.Queue = queue.Queue()
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)

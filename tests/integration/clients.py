@@ -9,6 +9,7 @@ import asyncio
 import time
 
 from kcoord.conformance import javaclient
+from kcoord.conformance.member import subscribe_kafka_python
 
 # "java" runs kafka-clients 3.9.1, "java4" kafka-clients 4.3.1 (kcoord.conformance.javaclient).
 CLIENTS = ["kafka-python", "aiokafka", "confluent", "java", "java4"]
@@ -61,8 +62,9 @@ def consume(client: str, bootstrap: str, topic: str, group: str, count: int, com
     if client == "kafka-python":
         from kafka import KafkaConsumer
 
-        c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+        c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
                           enable_auto_commit=False)
+        subscribe_kafka_python(c, [topic])
         try:
             while len(got) < count and time.monotonic() < deadline:
                 for records in c.poll(timeout_ms=500).values():

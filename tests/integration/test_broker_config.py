@@ -14,6 +14,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import KafkaError
 
+from kcoord.conformance.member import subscribe_kafka_python
 from kcoord.testing.plugin import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,8 +104,9 @@ def _join(bootstrap: str, group: str) -> KafkaConsumer:
     producer = KafkaProducer(bootstrap_servers=bootstrap)
     producer.send("payments", b"x").get(timeout=30)
     producer.close()
-    consumer = KafkaConsumer("payments", bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=3000,
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, session_timeout_ms=3000,
                              heartbeat_interval_ms=1000, auto_offset_reset="earliest")
+    subscribe_kafka_python(consumer, ["payments"])
     return consumer
 
 

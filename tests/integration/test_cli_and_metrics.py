@@ -11,6 +11,7 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from kcoord.conformance.member import subscribe_kafka_python
 from kcoord.testing.plugin import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,12 +41,14 @@ def consumer(server):
         producer.send("orders", b"x", partition=i % 3)
     producer.flush()
     producer.close()
-    c = KafkaConsumer("orders", bootstrap_servers=server.bootstrap, group_id="billing", client_id="billing-1",
+    c = KafkaConsumer(bootstrap_servers=server.bootstrap, group_id="billing", client_id="billing-1",
                       auto_offset_reset="earliest", enable_auto_commit=False)
+    subscribe_kafka_python(c, ["orders"])
     seen = 0
     deadline = time.monotonic() + 30
     while seen < 10 and time.monotonic() < deadline:
         seen += sum(len(v) for v in c.poll(timeout_ms=200).values())
+    assert seen == 10
     c.commit()
     yield c
     c.close()

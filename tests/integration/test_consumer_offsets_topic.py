@@ -15,6 +15,7 @@ import uuid
 
 import pytest
 
+from kcoord.conformance.member import subscribe_kafka_python
 from kcoord.log import consumer_offsets as co
 from kcoord.protocol_client import Connection
 from kcoord.testing.brokers import create_topic, wait_group
@@ -47,12 +48,9 @@ def _scenario(bootstrap: str, topic: str, group: str, simple: str) -> None:
     producer.close()
     consumer = KafkaConsumer(group_id=group, bootstrap_servers=bootstrap, client_id="offsets-topic",
                              auto_offset_reset="earliest", enable_auto_commit=False)
-    # The topic's metadata first: a leader that assigns before it has it hands out nothing and
-    # rejoins, one generation more on whichever broker that happens (seen once on Kafka).
-    deadline = time.monotonic() + 30
-    while len(consumer.partitions_for_topic(topic) or ()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    consumer.subscribe([topic])
+    # Not consumer.subscribe(): its leader can assign from an empty snapshot and rejoin, one
+    # generation more on whichever broker that happens (seen on Kafka).
+    subscribe_kafka_python(consumer, [topic])
     seen, deadline = 0, time.monotonic() + 60
     while seen < 6 and time.monotonic() < deadline:
         seen += sum(len(batch) for batch in consumer.poll(1000).values())

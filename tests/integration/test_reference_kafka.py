@@ -16,6 +16,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
 from kcoord.analytics.events import LOG4J
+from kcoord.conformance.member import subscribe_kafka_python
 from kcoord.testing import reference_kafka as rk
 from kcoord.testing.brokers import KafkaHandle, create_topic, end_offsets, wait_group
 
@@ -53,8 +54,9 @@ def test_session_broker_forms_groups_and_logs_in_kafkas_layout(reference_kafka):
     producer.flush()
     producer.close()
     assert end_offsets(handle.bootstrap, topic) == {0: 10, 1: 10, 2: 10}
-    consumer = KafkaConsumer(topic, bootstrap_servers=handle.bootstrap, group_id=group,
+    consumer = KafkaConsumer(bootstrap_servers=handle.bootstrap, group_id=group,
                              auto_offset_reset="earliest", enable_auto_commit=False)
+    subscribe_kafka_python(consumer, [topic])
     try:
         got = 0
         deadline = time.monotonic() + 60
