@@ -70,7 +70,9 @@ def _idempotence_answers(bootstrap: str, topic: str) -> list[tuple[str, int]]:
     pid = init.producer_id
 
     def batch(seq, n=2, epoch=0):
-        return build_batch([(None, b"x")] * n, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+        # Stamped now: Kafka's time retention deletes records stamped 1970 (and moves the log start).
+        return build_batch([(None, b"x", int(time.time() * 1000))] * n, producer_id=pid, producer_epoch=epoch,
+                           base_sequence=seq)
 
     def produce(records):
         p = _produce(raw, topic, records).responses[0].partition_responses[0]

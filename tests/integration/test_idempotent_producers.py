@@ -7,6 +7,7 @@ reference Kafka with the recording proxy's `drop_after` (kcoord.conformance.reco
 which lets the Produce reach the broker and hangs up instead of forwarding its answer."""
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -116,7 +117,9 @@ class _RawProducer:
         return a.producer_id, a.producer_epoch
 
     def send(self, seq, records=2, epoch=None, pid=None):
-        batch = R.build_batch([(None, b"s%d" % (seq + i)) for i in range(records)],
+        # Stamped now: Kafka's time retention deletes records stamped 1970 (and moves the log start).
+        now = int(time.time() * 1000)
+        batch = R.build_batch([(None, b"s%d" % (seq + i), now) for i in range(records)],
                               producer_id=self.pid if pid is None else pid,
                               producer_epoch=self.epoch if epoch is None else epoch, base_sequence=seq)
         a = self.conn.call(PRODUCE, self.produce_version, {
