@@ -464,8 +464,8 @@ class Int(KType):
     def _emitparse(self, code):
         code.append(f"from wire.types import _{self._st_name()} as _{self._st_name()}_s")
         code.append(f"_{self._st_name()}_unpack = _{self._st_name()}_s.unpack")
-        self._import(code, "r_exact")
-        return f"_{self._st_name()}_unpack(r_exact(io, {self.st.size}))[0]"
+        # A short read fails the unpack (struct.error): the slow path then says what was short.
+        return f"_{self._st_name()}_unpack(io.read({self.st.size}))[0]"
 
     def _emitbuild(self, code):
         code.append(f"from wire.types import _{self._st_name()} as _{self._st_name()}_s")
@@ -644,7 +644,7 @@ class Struct(KType):
                 # Consecutive fixed-size integers: one struct read for all of them.
                 unpack, size = _emit_run_struct(code, run, "unpack")
                 names = [f"_v{k}" for k in range(len(run))]
-                lines.append(f"    {', '.join(names)}, = {unpack}(r_exact(io, {size}))")
+                lines.append(f"    {', '.join(names)}, = {unpack}(io.read({size}))")
                 lines += [f"    r[{fname!r}] = {v}" for (fname, _), v in zip(run, names)]
             else:
                 fname, t = run[0]
@@ -655,7 +655,12 @@ class Struct(KType):
                 dname = self._emit_default(code, t, f"{name}_default_{tag}")
                 defaults.append(f"    r[{fname!r}] = {dname}")
             lines += defaults
-            lines.append("    for _ in range(r_uvarint(io)):")
+            # Almost every struct has no tagged field: its single zero count byte is checked
+            # inline; anything else is read back as a varint count.
+            lines.append("    _t = io.read(1)")
+            lines.append("    if _t != b'\\x00':")
+            lines.append("      io.seek(-len(_t), 1)")
+            lines.append("      for _ in range(r_uvarint(io)):")
             lines.append("        tag, data = r_tag_header(io)")
             first = True
             for tag, fname, t in self.tagged:
