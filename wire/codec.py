@@ -340,6 +340,13 @@ def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[Mes
     return header, body
 
 
+class EncodedBody(bytes):
+    """A response body already encoded for the version being answered: `encode_response`
+    puts it after the header as it is (a handler's memo of an answer it gives often)."""
+
+    __slots__ = ()
+
+
 # (api key, api version) -> (whether the response header has tagged fields, body layout).
 _RESPONSE_LAYOUTS: dict[tuple[int, int], tuple[bool, CompiledMessage]] = {}
 _CORRELATION = struct.Struct(">i")
@@ -360,7 +367,10 @@ def encode_response(api_key: int, api_version: int, header: dict, body: dict) ->
             io.write(b"\x00")
     else:
         _response_header(1 if tagged else 0).encode_into(header, io)
-    layout.encode_into(body, io)
+    if type(body) is EncodedBody:
+        io.write(body)
+    else:
+        layout.encode_into(body, io)
     return io.getvalue()
 
 

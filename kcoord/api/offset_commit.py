@@ -3,7 +3,14 @@ from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, TopicAcl
 from kcoord.api._offset_topics import TOPIC_IDS_SINCE, topic_key, topic_name
 from kcoord.coordinator import OffsetCommitPartition, OffsetCommitRequest
 from kcoord.security.acls import topic_gate
+from wire.codec import EncodedBody, message
 from wire.errors import ErrorCode
+
+# A consumer commits the same partitions over and over, and the answer depends only on them,
+# their errors and the version: each such answer is encoded once and kept (a bounded memo, as
+# clients may send any number of shapes) instead of being rebuilt and encoded on every commit.
+_ANSWERS: dict[tuple, EncodedBody] = {}
+_ANSWERS_MAX = 4096
 
 
 async def offset_commit(ctx, req):
@@ -37,11 +44,25 @@ async def offset_commit(ctx, req):
         version=ctx.api_version,
         retention_ms=req.get("retention_time_ms", -1),
     ))
+    key = None
+    if not denied and not unknown_ids:
+        # From v10 a topic is named by id in the answer: the id is part of the answer's key.
+        key = (ctx.api_version, tuple(result.partitions)) if ctx.api_version < TOPIC_IDS_SINCE \
+            else (ctx.api_version, tuple(result.partitions), tuple(t.topic_id for t in req.topics))
+        known = _ANSWERS.get(key)
+        if known is not None:
+            return known
     by_topic: dict[str, list] = dict(denied)
     for topic, partition, error in result.partitions:
         by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": error})
-    return {"throttle_time_ms": 0, "topics": unknown_ids + [{**topic_key(ctx, t), "partitions": ps}
+    body = {"throttle_time_ms": 0, "topics": unknown_ids + [{**topic_key(ctx, t), "partitions": ps}
                                                             for t, ps in by_topic.items()]}
+    if key is None:
+        return body
+    if len(_ANSWERS) >= _ANSWERS_MAX:
+        _ANSWERS.clear()
+    encoded = _ANSWERS[key] = EncodedBody(message(ApiKey.OFFSET_COMMIT, ctx.api_version, "response").encode(body))
+    return encoded
 
 
 def _failed(version, body, code):

@@ -91,3 +91,29 @@ def test_list_offsets_sentinels_need_their_versions(server):
     assert [e for e, _, _ in ask(7, -4)] == [UNSUPPORTED_VERSION]
     assert [e for e, _, _ in ask(6, -3)] == [UNSUPPORTED_VERSION]
     assert [e for e, _, _ in ask(1, -7)] == [UNSUPPORTED_VERSION]
+
+
+def test_the_same_commit_again_is_answered_by_its_own_outcome(server):
+    """Repeated commits of one shape are answered from a memo: each answer must still be its
+    own commit's, whether a partition stopped existing or its topic came back with a new id."""
+    raw = Raw(server.bootstrap)
+    tid = _topic_id(raw, "again")
+
+    def commit(version, topic):
+        r = raw.call(8, version, {"group_id": "g-again", "generation_id_or_member_epoch": -1, "member_id": "",
+                                  "group_instance_id": None, "topics": [{**topic, "partitions": [
+                                      {"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1,
+                                       "committed_metadata": ""}]}]})
+        return [(t.get("name"), t.get("topic_id"), [p.error_code for p in t.partitions]) for t in r.topics]
+
+    for _ in range(2):
+        assert commit(9, {"name": "again"}) == [("again", None, [0])]
+        assert commit(10, {"topic_id": tid}) == [(None, tid, [0])]
+    deleted = raw.call(20, 6, {"topics": [{"name": "again", "topic_id": uuid.UUID(int=0)}], "timeout_ms": 5000})
+    assert deleted.responses[0].error_code == 0
+    assert commit(9, {"name": "again"}) == [("again", None, [3])]   # UNKNOWN_TOPIC_OR_PARTITION
+    assert commit(10, {"topic_id": tid}) == [(None, tid, [UNKNOWN_TOPIC_ID])]
+    renewed = _topic_id(raw, "again")
+    assert renewed != tid
+    assert commit(10, {"topic_id": renewed}) == [(None, renewed, [0])]
+    assert commit(9, {"name": "again"}) == [("again", None, [0])]
