@@ -200,17 +200,26 @@ def _uvarint(n: int) -> bytes:
 def offset_commit_value(value: CommittedOffset, topic_id: uuid.UUID | None = None) -> bytes:
     """Kafka's choice of version: v1 when the commit carried an explicit expiry, otherwise v4
     (flexible: a compact metadata string, the topic id as tagged field 0 when known)."""
+    return _offset_commit_value(value, _topic_id_tag(topic_id))
+
+
+def _offset_commit_value(value: CommittedOffset, tags: bytes) -> bytes:
+    """offset_commit_value with the value's tagged fields (`_topic_id_tag`) already encoded."""
     if value.expire_ms is not None:
         return (struct.pack(">hq", OFFSET_COMMIT_VALUE_WITH_EXPIRY, value.offset) + _str(value.metadata or "")
                 + struct.pack(">qq", value.commit_ms, value.expire_ms))
     metadata = value.metadata
-    # Most commits carry no metadata: its compact length alone (1) then.
-    text = b"\x01" if not metadata else _uvarint(len(metadata.encode("utf-8")) + 1) + metadata.encode("utf-8")
-    return (_V4_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch) + text
-            + _I64.pack(value.commit_ms) + _topic_id_tag(topic_id))
+    if not metadata:
+        # Most commits carry no metadata: its compact length alone (1), in the one pack.
+        return _V4_NO_METADATA.pack(OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch, 1,
+                                    value.commit_ms) + tags
+    text = metadata.encode("utf-8")
+    return (_V4_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch) + _uvarint(len(text) + 1)
+            + text + _I64.pack(value.commit_ms) + tags)
 
 
 _V4_HEAD = struct.Struct(">hqi")
+_V4_NO_METADATA = struct.Struct(">hqiBq")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
@@ -487,17 +496,16 @@ class OffsetsTopic:
         # A commit's records all name one group and few topics: the group's partition (Java's
         # String.hashCode of its id) and each topic's id are looked up once per append.
         partition_of: dict[str, int] = {}
-        topic_ids: dict[str, uuid.UUID | None] = {}
+        id_tags: dict[str, bytes] = {}   # topic -> its id as the value's tagged field
         for record in records:
             if type(record) is OffsetCommitRecord:   # the commonest by far: encoded here directly
                 group_id, name = record.group_id, record.topic
-                if name in topic_ids:
-                    topic_id = topic_ids[name]
-                else:
+                tags = id_tags.get(name)
+                if tags is None:
                     committed = self.topics.get(name)
-                    topic_id = topic_ids[name] = None if committed is None else committed.topic_id
+                    tags = id_tags[name] = _topic_id_tag(None if committed is None else committed.topic_id)
                 key = offset_commit_key(group_id, name, record.partition)
-                value = None if record.value is None else offset_commit_value(record.value, topic_id)
+                value = None if record.value is None else _offset_commit_value(record.value, tags)
             elif isinstance(record, ConsumerGroupRecord):
                 previous = written[record.group_id] if record.group_id in written \
                     else self._consumer_groups.get(record.group_id)

@@ -126,7 +126,8 @@ class TopicStore:
 
     def partition_exists(self, topic: str, partition: int) -> bool:
         """The one question the coordinator may ask about topics."""
-        return self.partition(topic, partition) is not None
+        found = self.topics.get(topic)
+        return found is not None and 0 <= partition < len(found.partitions)
 
     # -- waiting for records ---------------------------------------------------
     def notify_appended(self) -> None:

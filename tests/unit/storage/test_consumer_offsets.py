@@ -32,6 +32,13 @@ def test_encodes_the_bytes_kafka_wrote():
     assert co.kafka_record(record, KAFKA_TOPIC_ID) == ("probe-g1", KAFKA_KEY, KAFKA_VALUE)
 
 
+def test_metadata_is_a_compact_string_of_its_utf8_bytes():
+    for text in ("", "m", "é" * 70):   # 140 bytes: a two-byte length
+        _, key, value = co.kafka_record(OffsetCommitRecord("g", "t", 0, CommittedOffset(5, 3, text, 10)), KAFKA_TOPIC_ID)
+        assert co.decode(key, value)["value"] == {"version": 4, "data": {
+            "offset": 5, "leaderEpoch": 3, "metadata": text, "commitTimestamp": 10, "topicId": "BNZZM3aJQ0yM-yGuJ9UPuw"}}
+
+
 def test_an_explicit_expiry_is_value_v1_and_a_tombstone_has_no_value():
     _, key, value = co.kafka_record(OffsetCommitRecord("g", "t", 0, CommittedOffset(5, -1, "m", 10, 99)))
     assert co.decode(key, value)["value"] == {"version": 1, "data": {"offset": 5, "metadata": "m",
