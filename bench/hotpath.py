@@ -208,7 +208,30 @@ async def settle(bootstrap: str, members: list[Member], budget: float = 120) -> 
             if t.exception() is not None and not isinstance(t.exception(), ConnectionError):
                 raise t.exception()
 
-    await within(js(m) for m in members)
+    # Like a real client, a member whose join finished keeps heartbeating while others still
+    # join, and joins again when told to: a member that arrives after its group's first round
+    # completed (a peer quick to complete it) parks a new round that waits for those rejoins.
+    joining = {asyncio.ensure_future(js(m)): m for m in members}
+    while joining and time.monotonic() < deadline:
+        done, _ = await asyncio.wait(joining, timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
+        for t in done:
+            joining.pop(t)
+            if t.exception() is not None and not isinstance(t.exception(), ConnectionError):
+                raise t.exception()
+        if not joining:
+            break
+        busy = set(joining.values())
+        synced = [m for m in members if m not in busy and m.refused is None]
+        try:
+            codes = await asyncio.wait_for(asyncio.gather(*(heartbeat_once(m) for m in synced)),
+                                           max(deadline - time.monotonic(), 0.1))
+        except asyncio.TimeoutError:
+            break
+        for m, code in zip(synced, codes):
+            if code:
+                joining[asyncio.ensure_future(js(m))] = m
+    for t in joining:
+        t.cancel()
     bad = members
     for _ in range(30):
         if time.monotonic() >= deadline:
