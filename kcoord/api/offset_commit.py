@@ -7,10 +7,14 @@ from wire.codec import EncodedBody, message
 from wire.errors import ErrorCode
 
 # A consumer commits the same partitions over and over, and the answer depends only on them,
-# their errors and the version: each such answer is encoded once and kept (a bounded memo, as
-# clients may send any number of shapes) instead of being rebuilt and encoded on every commit.
+# their errors and the version: each such answer is encoded once and kept instead of being
+# rebuilt and encoded on every commit. Bounded whatever clients send: commits of at most
+# _MEMO_PARTITIONS partitions, and about _MEMO_BYTES in all (then it starts again); a key holds
+# the topic names the answer spells out, and a small tuple per partition.
 _ANSWERS: dict[tuple, EncodedBody] = {}
-_ANSWERS_MAX = 4096
+_MEMO_PARTITIONS = 64
+_MEMO_BYTES = 4 << 20
+_memo_bytes = 0
 
 
 async def offset_commit(ctx, req):
@@ -45,7 +49,7 @@ async def offset_commit(ctx, req):
         retention_ms=req.get("retention_time_ms", -1),
     ))
     key = None
-    if not denied and not unknown_ids:
+    if not denied and not unknown_ids and len(result.partitions) <= _MEMO_PARTITIONS:
         # From v10 a topic is named by id in the answer: the id is part of the answer's key.
         key = (ctx.api_version, tuple(result.partitions)) if ctx.api_version < TOPIC_IDS_SINCE \
             else (ctx.api_version, tuple(result.partitions), tuple(t.topic_id for t in req.topics))
@@ -59,9 +63,14 @@ async def offset_commit(ctx, req):
                                                             for t, ps in by_topic.items()]}
     if key is None:
         return body
-    if len(_ANSWERS) >= _ANSWERS_MAX:
+    global _memo_bytes
+    encoded = EncodedBody(message(ApiKey.OFFSET_COMMIT, ctx.api_version, "response").encode(body))
+    cost = 2 * len(encoded) + 64 * len(result.partitions)
+    if _memo_bytes + cost > _MEMO_BYTES:
         _ANSWERS.clear()
-    encoded = _ANSWERS[key] = EncodedBody(message(ApiKey.OFFSET_COMMIT, ctx.api_version, "response").encode(body))
+        _memo_bytes = 0
+    _ANSWERS[key] = encoded
+    _memo_bytes += cost
     return encoded
 
 

@@ -117,3 +117,21 @@ def test_the_same_commit_again_is_answered_by_its_own_outcome(server):
     assert renewed != tid
     assert commit(10, {"topic_id": renewed}) == [(None, renewed, [0])]
     assert commit(9, {"name": "again"}) == [("again", None, [0])]
+
+
+def test_the_answer_memo_stays_within_its_bytes_whatever_shapes_clients_commit(server, monkeypatch):
+    from kcoord.api import offset_commit as handler
+
+    monkeypatch.setattr(handler, "_MEMO_BYTES", 64 << 10)
+    raw = Raw(server.bootstrap)
+    name = "t" * 249   # no such topic: every partition is refused, and the answer is still kept
+    for first in range(60):
+        wanted = list(range(first, first + 64))
+        r = raw.call(8, 9, {"group_id": "g-shapes", "generation_id_or_member_epoch": -1, "member_id": "",
+                            "group_instance_id": None, "topics": [{"name": name, "partitions": [
+                                {"partition_index": p, "committed_offset": 1, "committed_leader_epoch": -1,
+                                 "committed_metadata": ""} for p in wanted]}]})
+        assert [(t.name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in r.topics] \
+            == [(name, [(p, 3) for p in wanted])]
+        assert handler._memo_bytes <= 64 << 10
+    assert 0 < len(handler._ANSWERS) < 60
