@@ -74,7 +74,10 @@ def run(journal_path: str) -> list[dict]:
         # must not swallow the next step's leave
         step("third member joins", "member_joined", lambda: start("b", session_ms=6000), quiet=True,
              state="Stable", members=3)
-        step("member leaves", "member_left", lambda: members.pop("b").stop(), state="Stable", members=2)
+        # settled as well: kafka-python's leader rejoined by itself right after this rebalance once,
+        # and the crash that followed killed it mid-rejoin (a generation that never synced)
+        step("member leaves", "member_left", lambda: members.pop("b").stop(), quiet=True, state="Stable",
+             members=2)
         step("member crashes", "failed_heartbeat", lambda: members.pop("a").kill(), state="Stable", members=1)
     finally:
         for m in members.values():
