@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -327,12 +328,16 @@ class Driver:
                     self.send(i)
             m.conn.on_frame = on_frame
 
-    async def finish(self):
+    async def finish(self) -> int:
+        """Stop sending and wait (30 s at most) for the answers in flight; how many never came
+        (a peer that sits on requests: the librdkafka mock did on some heartbeats)."""
         self.stop = True
         if self.inflight:
-            await asyncio.wait_for(self.drained, 30)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.drained), 30)
         for m in self.members:
             m.conn.on_frame = None
+        return self.inflight
 
 
 def summary(latencies: list[float], elapsed: float, errors: dict, **extra) -> dict:
@@ -357,7 +362,9 @@ async def closed_loop(members: list[Member], frames, api_key, version, seconds: 
     await asyncio.sleep(seconds)
     elapsed = time.perf_counter() - t0
     result = summary(d.latencies, elapsed, d.errors)
-    await d.finish()
+    unanswered = await d.finish()
+    if unanswered:
+        result["unanswered"] = unanswered
     return result
 
 
@@ -388,7 +395,9 @@ async def paced(members: list[Member], frames, rate: float, seconds: float) -> d
     await asyncio.sleep(end - loop.time())
     elapsed = seconds
     result = summary(d.latencies, elapsed, d.errors, target_per_s=rate)
-    await d.finish()
+    unanswered = await d.finish()
+    if unanswered:
+        result["unanswered"] = unanswered
     return result
 
 
@@ -651,8 +660,8 @@ def fmt_row(row: dict) -> str:
         if k == "peer":
             continue
         if isinstance(v, dict):
-            extra = "".join(f"  {e} {v[e]}" for e in ("server_cpu_us", "generator_cpu_us", "server_rss_mib",
-                                                        "server_loop_lag") if v.get(e) is not None)
+            extra = "".join(f"  {e} {v[e]}" for e in ("unanswered", "server_cpu_us", "generator_cpu_us",
+                                                        "server_rss_mib", "server_loop_lag") if v.get(e) is not None)
             out.append(f"   {k:18} {v['per_s']:9.0f}/s  p50 {v['p50_ms']} ms  p99 {v['p99_ms']} ms  "
                        f"max {v['max_ms']} ms  errors {v['errors'] or 0}{extra}")
         else:
@@ -728,6 +737,7 @@ def main():
                     row["peer"] = f"kcoord ({Path(args.kcoord_root).name})"
         except Exception as exc:
             row = {"peer": NAMES.get(name, name), "note": f"{type(exc).__name__}: {exc}"[:300]}
+            traceback.print_exc()   # where the peer failed, on stderr (the table keeps going)
         rows.append(row)
         if not args.json:
             print(fmt_row(row), flush=True)
