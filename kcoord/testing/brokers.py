@@ -4,6 +4,7 @@ them runs unchanged against kcoord and against the reference Apache Kafka.
     wait_group(bootstrap, "g", state="Stable", members=2)   # polls DescribeGroups
     create_topic(bootstrap, "t", 12)                        # CreateTopics
     committed(bootstrap, "g") / end_offsets(bootstrap, "t") # OffsetFetch / ListOffsets
+    produce_batch(bootstrap, "t", 0, batch)                 # Produce: the base offset
     read_partition(bootstrap, "t", 0)                       # Fetch: every record, in offset order
 
 `KafkaHandle` gives a Kafka (reference or external) the surface of the kcoord_server
@@ -103,12 +104,40 @@ def partitions(bootstrap: str, topic: str, timeout: float = 10.0) -> list[int]:
 
 
 def _wait_leaders(bootstrap: str, topic: str, count: int, timeout: float) -> None:
-    # Kafka answers CreateTopics before every partition's leader is known to Metadata.
+    # Kafka answers CreateTopics before every partition's leader is known to Metadata, and
+    # Metadata lists a leader a moment before that broker leads the partition: a Produce then
+    # gets NOT_LEADER_OR_FOLLOWER (2 of 60 new topics on 4.3.1). ListOffsets asks the partition
+    # itself, and appends nothing.
     deadline = time.monotonic() + timeout
-    while len(partitions(bootstrap, topic)) < count:
+    while len(partitions(bootstrap, topic)) < count or _unled(bootstrap, topic, count):
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic}: {count} partitions without leaders after {timeout:g}s")
         time.sleep(0.05)
+
+
+def _unled(bootstrap: str, topic: str, count: int) -> list[int]:
+    """The partitions whose ListOffsets (latest) answers an error."""
+    from kcoord.protocol_client import Connection
+
+    with Connection.to(bootstrap, 10.0) as conn:
+        answer = conn.call(2, conn.version(2, 7, 1), {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": p, "timestamp": -1} for p in range(count)]}]})
+    return [p.partition_index for t in answer.topics for p in t.partitions if p.error_code]
+
+
+def produce_batch(bootstrap: str, topic: str, partition: int, batch: bytes, timeout: float = 30.0) -> int:
+    """Produce one record batch (acks=-1) and return its base offset; an error raises."""
+    from kcoord.protocol_client import Connection, ProtocolError
+    from wire.errors import ErrorCode
+
+    with Connection.to(bootstrap, timeout) as conn:
+        answer = conn.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": int(timeout * 1000),
+                                  "topic_data": [{"name": topic, "partition_data": [
+                                      {"index": partition, "records": batch}]}]})
+    p = answer.responses[0].partition_responses[0]
+    if p.error_code:
+        raise ProtocolError(f"Produce {topic}-{partition}: {ErrorCode(p.error_code).name}")
+    return p.base_offset
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:

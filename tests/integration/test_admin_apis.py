@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from kcoord.protocol_client import Connection
-from kcoord.testing.brokers import create_topic, describe, partitions
+from kcoord.testing.brokers import create_topic, describe, partitions, produce_batch
 from wire.errors import ErrorCode
 
 CREATE_PARTITIONS = 37
@@ -150,14 +150,13 @@ def test_delete_records_moves_the_log_start_as_kafka_does(broker_any):
 
     topic = f"trim-{uuid.uuid4().hex[:8]}"
     create_topic(broker_any.bootstrap, topic, 2)
-    with Connection.to(broker_any.bootstrap, 10.0) as conn:  # 10 records on partition 0, one per batch
-        from wire.records import build_batch
-        # Stamped now: Kafka's time retention (checked every 5 min) deletes records stamped 1970,
-        # which once emptied the partition while the consumer below read it.
-        now = int(time.time() * 1000)
-        for i in range(10):
-            conn.call(0, 9, {"transactional_id": None, "acks": -1, "timeout_ms": 5000, "topic_data": [
-                {"name": topic, "partition_data": [{"index": 0, "records": build_batch([(None, b"v%d" % i, now)])}]}]})
+    from wire.records import build_batch
+    # 10 records on partition 0, one per batch. Stamped now: Kafka's time retention (checked
+    # every 5 min) deletes records stamped 1970, which once emptied the partition while the
+    # consumer below read it.
+    now = int(time.time() * 1000)
+    assert [produce_batch(broker_any.bootstrap, topic, 0, build_batch([(None, b"v%d" % i, now)]))
+            for i in range(10)] == list(range(10))
     assert _delete_records(broker_any.bootstrap, topic, {0: 4, 1: 0}) == {0: ("NONE", 4), 1: ("NONE", 0)}
     assert _delete_records(broker_any.bootstrap, topic, {0: 2}) == {0: ("NONE", 4)}  # never moves back
     assert _delete_records(broker_any.bootstrap, topic, {0: 11, 1: 1}) == {
