@@ -13,7 +13,8 @@ decoded requests and responses (consumer-protocol subscriptions and assignments
 decoded); connections are paired by (client id, order of their first coordinator
 request). Timing noise does not count: consecutive repeats collapse, and a run of
 Heartbeat/OffsetCommit exchanges (periodic, so their number and interleaving depend on
-timing) is compared as the set of its distinct exchanges. Other APIs (Metadata, Fetch,
+timing) is compared as the set of its distinct exchanges, and so are a connection's
+ConsumerGroupHeartbeats, leaving out keep-alives that change nothing. Other APIs (Metadata, Fetch,
 ListOffsets polls, ...) are compared as the set of (api, version) used.
 
 When the strict comparison differs, a loose one is tried that ignores which member
@@ -289,8 +290,13 @@ def _collapse(items: list[dict]) -> list[dict]:
     # after the heartbeat that acknowledges its first assignment, is timing; the states it went
     # through are not. All of a connection's ConsumerGroupHeartbeats are one item, where the
     # first was: the set of its distinct exchanges, compared in full (unlike a classic
-    # heartbeat, a successful one says something: the epoch and the assignment).
-    heartbeats = {json.dumps(i, sort_keys=True): i for i in items if i["api"] == "ConsumerGroupHeartbeat"}
+    # heartbeat, a successful one says something: the epoch and the assignment). Except a
+    # keep-alive that says nothing new (the member's own epoch back, no assignment, and it
+    # reported no partitions): whether the timer fired once more between two changes (the
+    # other member's leave, say) is timing too. A change answered late or wrongly still shows
+    # as the exchange that carries it.
+    heartbeats = {json.dumps(i, sort_keys=True): i for i in items
+                  if i["api"] == "ConsumerGroupHeartbeat" and not _keep_alive(i)}
 
     def flush():
         if run:
@@ -313,6 +319,15 @@ def _collapse(items: list[dict]) -> list[dict]:
         out.append(item)
     flush()
     return out
+
+
+def _keep_alive(item: dict) -> bool:
+    """A successful ConsumerGroupHeartbeat whose answer is the member's own epoch and nothing
+    else, to a request that reported no owned partitions."""
+    req, resp = item.get("request"), item.get("response")
+    return (isinstance(req, dict) and isinstance(resp, dict) and resp.get("error_code") == 0
+            and resp.get("assignment") is None and req.get("topic_partitions") is None
+            and req.get("member_epoch", 0) > 0 and resp.get("member_epoch") == req.get("member_epoch"))
 
 
 # ------------------------------------------------------------------ comparison

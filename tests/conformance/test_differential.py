@@ -181,6 +181,37 @@ def test_consumer_protocol_heartbeats_compare_as_the_states_they_went_through():
     assert d is not None and d.path.startswith("distinct") and "member_epoch" in d.path
 
 
+def _cgh(member_id, group, epoch, answer_epoch, assignment=None, owned=None):
+    e = ex(2, FIND, 1, {"group_id": group, "member_id": member_id, "member_epoch": epoch, "topic_partitions": owned},
+           {"error_code": 0, "member_id": member_id, "member_epoch": answer_epoch, "assignment": assignment})
+    e.update(api="ConsumerGroupHeartbeat", api_key=68)
+    return e
+
+
+def leave_one_run(member_id: str, group: str, keep_alive_at_3: bool, answer_at_3: int = 3) -> list[dict]:
+    """The remaining member of kip848-leave-one: epoch 2, given less at 3, all again at 4."""
+    some = {"topic_partitions": [{"topic_id": "x", "partitions": [0, 1]}]}
+    every = {"topic_partitions": [{"topic_id": "x", "partitions": [0, 1, 2]}]}
+    run = [_cgh(member_id, group, 0, 2, every), _cgh(member_id, group, 2, 2, owned=[0, 1, 2]),
+           _cgh(member_id, group, 2, 2, some), _cgh(member_id, group, 2, 3, owned=[0, 1])]
+    if keep_alive_at_3:
+        run.append(_cgh(member_id, group, 3, answer_at_3))
+    return run + [_cgh(member_id, group, 3, 4, every), _cgh(member_id, group, 4, 4, owned=[0, 1, 2]),
+                  _cgh(member_id, group, -1, -1)]
+
+
+def test_a_consumer_protocol_keep_alive_between_two_changes_is_timing():
+    # Seen under load: the remaining member's timer fired once at epoch 3 on one broker only,
+    # before the other member's leave moved the group on.
+    kafka = leave_one_run("m-aaaa", "kcoord-check-x-00000001", keep_alive_at_3=True)
+    kcoord = leave_one_run("m-bbbb", "kcoord-check-x-00000002", keep_alive_at_3=False)
+    assert transcript.compare(kafka, kcoord).verdict == "identical"
+    # A keep-alive answered with another epoch says something, and is compared.
+    moved = leave_one_run("m-bbbb", "kcoord-check-x-00000002", keep_alive_at_3=True, answer_at_3=4)
+    d = transcript.compare(kafka, moved).divergence
+    assert d is not None and d.path.startswith("distinct")
+
+
 def test_setup_connections_are_left_out():
     kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001")
     kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002")
