@@ -133,8 +133,10 @@ class _ConnectionProtocol(asyncio.Protocol):
         self.buf += data
         if not self.busy:
             self._process()
-        if self.busy and not self.read_paused and len(self.buf) > self.server.limits.max_buffered_bytes:
-            # Pipelined requests beyond the read-ahead bound wait in the client's socket.
+        if (self.busy or self.write_paused) and not self.read_paused \
+                and len(self.buf) > self.server.limits.max_buffered_bytes:
+            # Pipelined requests beyond the read-ahead bound wait in the client's socket, whether
+            # a request is being handled or the client is not reading its answers.
             self.read_paused = True
             self.transport.pause_reading()
 
