@@ -34,6 +34,10 @@ CLOSE_GRACE_S = 1.0
 CLOSE_WAIT_S = 5.0
 # The longest wait between two sweeps for idle connections (connections.max.idle.ms).
 IDLE_SWEEP_MAX_S = 5.0
+# Answers up to this size are held until the loop's current turn ends, then written one after
+# another (KafkaServer.answer_later); at most _DEFER_TOTAL_BYTES of them wait at once.
+_DEFER_FRAME_BYTES = 16 << 10
+_DEFER_TOTAL_BYTES = 1 << 20
 
 
 class Connection:
@@ -95,8 +99,8 @@ class _ConnectionProtocol(asyncio.Protocol):
 
     A Protocol rather than a stream reader and a task per connection: a request whose API
     answers without waiting (Heartbeat, OffsetCommit, ...: `ApiDescriptor.inline`) is
-    handled inside the read callback and answered at once, with no task, future or
-    wake-up in between. Any other request, or an inline one that does wait after all (a
+    handled inside the read callback and answered in the same turn of the loop, with no
+    task, future or wake-up in between. Any other request, or an inline one that does wait after all (a
     fault rule's delay), runs in a task, and the connection reads no further frame until
     it is answered."""
 
@@ -246,9 +250,15 @@ class _ConnectionProtocol(asyncio.Protocol):
             return self.close()
         conn = self.conn
         if response is not None:
-            for observe in self.server.frame_observers:
+            server = self.server
+            for observe in server.frame_observers:
                 observe(conn, "response", response)
-            self.transport.write(encode_frame(response))
+            frame = encode_frame(response)
+            if conn.close_after_response or len(frame) > _DEFER_FRAME_BYTES:
+                server.flush_answers()   # what this connection answered before goes first
+                self.transport.write(frame)
+            else:
+                server.answer_later(self, frame)
         if conn.close_after_response:
             return self.close()
         self.busy = False
@@ -261,6 +271,7 @@ class _ConnectionProtocol(asyncio.Protocol):
     def close(self) -> None:
         if self.closing:
             return
+        self.server.flush_answers()   # answers already given leave before the connection closes
         self.closing = True
         if self.task is not None and not self.task.done():
             self.task.cancel()
@@ -293,6 +304,34 @@ class KafkaServer:
         self.faults = None
         self.apis = registry()
         self._idle_sweep: asyncio.TimerHandle | None = None
+        self._answers: list[tuple[_ConnectionProtocol, bytes]] = []   # held by answer_later
+        self._answer_bytes = 0
+
+    def answer_later(self, protocol: _ConnectionProtocol, frame: bytes) -> None:
+        """Write `frame` once the loop's current turn ends, with the other answers of that turn.
+
+        On loopback every write that finds its reader asleep pays for waking it (on a VM an
+        interrupt to the other core: ~9% of the server's CPU in a commit-loaded profile). Each
+        answer written as soon as it is made, with the next request's handling in between,
+        found its client asleep nearly every time; written back to back, most find it awake.
+        Order is kept: every write of an answer goes through here or flushes it first."""
+        answers = self._answers
+        if not answers:
+            asyncio.get_running_loop().call_soon(self.flush_answers)
+        answers.append((protocol, frame))
+        self._answer_bytes += len(frame)
+        if self._answer_bytes > _DEFER_TOTAL_BYTES:
+            self.flush_answers()
+
+    def flush_answers(self) -> None:
+        answers = self._answers
+        if not answers:
+            return
+        self._answers = []
+        self._answer_bytes = 0
+        for protocol, frame in answers:
+            if not protocol.lost:
+                protocol.transport.write(frame)
 
     async def start(self) -> tuple[str, int]:
         loop = asyncio.get_running_loop()

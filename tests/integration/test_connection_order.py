@@ -67,6 +67,42 @@ def test_malformed_frame_closes_only_its_connection():
         server.stop()
 
 
+def test_pipelined_answers_small_and_large_leave_in_order_before_a_malformed_frame_closes():
+    # Small answers are written when the loop's turn ends, large ones at once: neither may
+    # overtake the other, and a malformed frame closes the connection only after the answers
+    # to every request before it are out. Every request here is answered without waiting, so
+    # all five answers are made in one turn of the loop.
+    from kcoord.protocol_client import Connection
+    from kcoord.testing.brokers import create_topic
+
+    server = start_server()
+    try:
+        create_topic(server.bootstrap, "big", 8)
+        with Connection.to(server.bootstrap, 10.0) as conn:   # 8 offsets with 4,000 bytes of metadata each
+            committed = conn.call(8, 8, {"group_id": "big", "generation_id_or_member_epoch": -1, "member_id": "",
+                                         "group_instance_id": None, "topics": [{"name": "big", "partitions": [
+                                             {"partition_index": p, "committed_offset": p, "committed_leader_epoch": -1,
+                                              "committed_metadata": "m" * 4000} for p in range(8)]}]})
+            assert {p.error_code for p in committed.topics[0].partitions} == {0}
+        host, port = server.bootstrap.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            def versions(c):
+                return encode_frame(codec.encode_request(18, 0, {"correlation_id": c, "client_id": "raw"}, {}))
+            fetch = encode_frame(codec.encode_request(9, 7, {"correlation_id": 3, "client_id": "raw"}, {
+                "group_id": "big", "topics": None, "require_stable": False}))
+            malformed = struct.pack(">i", 8) + struct.pack(">hhi", 11, 3, 7)  # header only: body missing
+            sock.sendall(versions(1) + versions(2) + fetch + versions(4) + versions(5) + malformed)
+            seen = []
+            for _ in range(5):
+                payload = _recv_frame(sock)
+                seen.append((struct.unpack_from(">i", payload)[0], len(payload)))
+            assert sock.recv(10) == b""  # then closed
+        assert [c for c, _ in seen] == [1, 2, 3, 4, 5]
+        assert seen[2][1] > 32000 > max(n for c, n in seen if c != 3)
+    finally:
+        server.stop()
+
+
 def test_a_client_that_never_reads_its_answers_cannot_grow_the_server():
     # Answers wait in the transport until the client reads them; then the requests it goes on
     # sending must wait in its own socket, not in the server's memory (they once did: 6.7 GB
