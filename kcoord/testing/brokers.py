@@ -107,9 +107,9 @@ def _wait_leaders(bootstrap: str, topic: str, count: int, timeout: float) -> Non
     # Kafka answers CreateTopics before every partition's leader is known to Metadata, and
     # Metadata lists a leader a moment before that broker leads the partition: a Produce then
     # gets NOT_LEADER_OR_FOLLOWER (2 of 60 new topics on 4.3.1). ListOffsets asks the partition
-    # itself, and appends nothing.
+    # itself (an error until it leads, and until the topic exists), and appends nothing.
     deadline = time.monotonic() + timeout
-    while len(partitions(bootstrap, topic)) < count or _unled(bootstrap, topic, count):
+    while _unled(bootstrap, topic, count):
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic}: {count} partitions without leaders after {timeout:g}s")
         time.sleep(0.05)
