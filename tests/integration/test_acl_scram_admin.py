@@ -56,7 +56,7 @@ def _both(tools, brokers, tool, *args):
         lines = [line.replace(b.bootstrap, "BOOTSTRAP") for line in r.stderr.splitlines()
                  if line.strip() and not line.startswith(("\tat ", "ERROR"))]
         err = next((line for line in lines if "Exception" in line), lines[0] if lines else "")
-        outcomes.append((r.code, _mechanisms_sorted(normalise(r.stdout)), err))
+        outcomes.append((r.code, _resources_sorted(_mechanisms_sorted(normalise(r.stdout))), err))
     assert outcomes[0] == outcomes[1], f"{tool} {' '.join(args)}: kcoord {outcomes[0]!r}, Kafka {outcomes[1]!r}"
     return outcomes[0]
 
