@@ -8,8 +8,6 @@ image is built from the project's Dockerfile on a Debian base made with debootst
 """
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import time
 import uuid
@@ -17,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from kcoord.testing.reference_kafka import free_port
 from tests.docker import kafka_probe
 from tests.docker.engine import build_kcoord_image, docker_engine, import_debian_base, require_tool
 
@@ -30,12 +29,6 @@ REBALANCE_LINE = "Preparing to rebalance group " + GROUP
 
 def _step(text: str, started=[time.monotonic()]) -> None:
     print(f"[{time.monotonic() - started[0]:6.1f}s] {text}", flush=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Compose:
@@ -79,7 +72,7 @@ def test_static_members_restart_in_compose_without_a_rebalance(tmp_path):
         base = import_debian_base(engine, f"kcoord-test-base:{suffix}", tmp_path)
         image = build_kcoord_image(engine, REPO, base, f"kcoord-test:{suffix}", tmp_path)
         _step("images built")
-        port = _free_port()
+        port = free_port()
         address = ("127.0.0.1", port)
         compose = Compose(engine, image, port, project=f"kcoordtest{suffix}")
         try:

@@ -3,7 +3,6 @@
 static broker configs, unmodelled keys warn once each, and a bad value stops start-up in one line."""
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from kafka.errors import KafkaError
 
 from kcoord.conformance.member import subscribe_kafka_python
 from kcoord.testing.plugin import start_server
+from kcoord.testing.reference_kafka import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,12 +69,6 @@ UNMODELLED = ["process.roles", "controller.quorum.voters", "inter.broker.listene
               "log.segment.bytes", "log.retention.check.interval.ms"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(*args, stderr_path: Path) -> subprocess.Popen:
     with open(stderr_path, "w") as err:
         return subprocess.Popen([sys.executable, "-m", "kcoord", "serve", *args], stdout=subprocess.PIPE,
@@ -83,7 +77,7 @@ def _serve(*args, stderr_path: Path) -> subprocess.Popen:
 
 @pytest.fixture
 def kraft_node(tmp_path):
-    port, cport = _free_port(), _free_port()
+    port, cport = free_port(), free_port()
     props = tmp_path / "server.properties"
     props.write_text(SERVER_PROPERTIES.format(node_id=1, port=port, cport=cport, log_dirs=tmp_path / "kraft-logs"))
     stderr = tmp_path / "stderr.log"
@@ -230,7 +224,7 @@ def test_the_same_file_runs_the_reference_kafka(tmp_path):
     from kcoord.testing import reference_kafka as rk
 
     java, libs = rk.require_java(), rk.fetch()
-    port, cport = _free_port(), _free_port()
+    port, cport = free_port(), free_port()
     props = tmp_path / "server.properties"
     props.write_text(SERVER_PROPERTIES.format(node_id=1, port=port, cport=cport, log_dirs=tmp_path / "kraft-logs"))
     cp = f"{libs}/*"

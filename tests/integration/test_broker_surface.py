@@ -1,7 +1,6 @@
 """The broker surface stock clients lean on: produce acks, long-poll fetch, list offsets, CLI."""
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -12,6 +11,7 @@ import pytest
 
 from kcoord.protocol_client import Connection
 from kcoord.testing.plugin import start_server
+from kcoord.testing.reference_kafka import free_port
 from wire.records import build_batch, parse_batch
 
 
@@ -141,9 +141,7 @@ def test_a_fetch_naming_no_partitions_is_answered_at_once(broker_any):
 
 
 def test_cli_serve_prints_listening_and_stops_on_sigterm():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "kcoord", "serve", "--listen", f"127.0.0.1:{port}",
                              "--initial-rebalance-delay-ms", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -311,9 +311,10 @@ def test_kcoord_restarted_under_a_connect_cluster(tmp_path, how):
 
     from kcoord.cli.groups import connect_rows
     from kcoord.protocol_client import Admin
-    from tests.integration.test_durable_state import _free_port, _serve, stop_server
+    from kcoord.testing.reference_kafka import free_port
+    from tests.integration.test_durable_state import _serve, stop_server
 
-    port = _free_port()
+    port = free_port()
     bootstrap = f"127.0.0.1:{port}"
     data = tmp_path / "data"
     log = open(tmp_path / "kcoord.log", "w")

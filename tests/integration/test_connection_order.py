@@ -109,9 +109,10 @@ def test_a_client_that_never_reads_its_answers_cannot_grow_the_server(tmp_path):
     # read ahead in 20 s).
     import subprocess
 
-    from tests.integration.test_durable_state import _free_port, _serve
+    from kcoord.testing.reference_kafka import free_port
+    from tests.integration.test_durable_state import _serve
 
-    port = _free_port()
+    port = free_port()
     proc = _serve(tmp_path, port, log=subprocess.DEVNULL)
 
     def rss_mib():

@@ -3,7 +3,6 @@ import json
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,16 +15,11 @@ import pytest
 
 from kcoord.storage.record_log import frame
 from kcoord.testing.plugin import start_server
+from kcoord.testing.reference_kafka import free_port
 from tests.integration.test_broker_surface import Raw
 from wire.records import build_batch
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stop_server(proc, sig, log_path, timeout: float = 30.0) -> None:
@@ -301,7 +295,7 @@ def _serve(data_dir, port, http_port=None, extra=(), log=None, max_file_bytes=No
 
 
 def test_a_torn_or_garbled_tail_is_truncated_with_a_warning_and_earlier_commits_kept(tmp_path):
-    port = _free_port()
+    port = free_port()
     proc = _serve(tmp_path, port)
     try:
         raw = Raw(f"127.0.0.1:{port}")
@@ -360,7 +354,7 @@ def test_a_failure_of_any_kind_while_recording_is_never_acknowledged(tmp_path):
 
 
 def test_a_failed_disk_write_is_never_acknowledged(tmp_path):
-    port, http_port = _free_port(), _free_port()
+    port, http_port = free_port(), free_port()
     limit = 16 * 1024
     proc = _serve(tmp_path, port, http_port, extra=["--journal", "none", "--fsync", "always"],
                   max_file_bytes=limit)
@@ -427,7 +421,7 @@ def _wait(predicate, timeout, what):
 
 @pytest.mark.integration
 def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_never_rebalance(tmp_path):
-    port, http_port = _free_port(), _free_port()
+    port, http_port = free_port(), free_port()
     # The server's and the committers' logs, kept for a failure's diagnosis (the server's says
     # why any rebalance happened; a committer's why it went quiet).
     server_log = open(tmp_path / "server.log", "a")

@@ -4,6 +4,8 @@ import socket
 import subprocess
 import sys
 
+from kcoord.testing.reference_kafka import free_port
+
 
 def _healthcheck(*args, **env):
     return subprocess.run([sys.executable, "-m", "kcoord.admin.healthcheck", *args], capture_output=True, text=True,
@@ -17,9 +19,7 @@ def test_healthy_when_kafka_listener_answers_apiversions(kcoord_server):
 
 
 def test_unhealthy_when_nothing_listens_or_the_peer_is_not_kafka():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     run = _healthcheck(f"127.0.0.1:{port}")
     assert run.returncode == 1 and "unhealthy" in run.stdout
     with socket.socket() as srv:  # accepts, then hangs up without answering

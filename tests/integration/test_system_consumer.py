@@ -273,9 +273,10 @@ def test_coordinator_restart_under_consumers(tmp_path, tools, how):
     --data-dir. The producer retries through it, the group recovers full assignment,
     every acked record is consumed and commits never go back: what Kafka's system tests
     check across a broker bounce."""
-    from tests.integration.test_durable_state import _free_port, _serve, stop_server
+    from kcoord.testing.reference_kafka import free_port
+    from tests.integration.test_durable_state import _serve, stop_server
 
-    port = _free_port()
+    port = free_port()
     b = f"127.0.0.1:{port}"
     log = open(tmp_path / "kcoord.log", "w")  # read by no one while it runs: a pipe could fill up
     server = _serve(tmp_path / "data", port, log=log)
