@@ -110,17 +110,13 @@ def test_a_client_that_never_reads_its_answers_cannot_grow_the_server(tmp_path):
     import subprocess
 
     from kcoord.testing.reference_kafka import free_port
+    from tests.fuzz.test_live_fuzz import rss_mib
     from tests.integration.test_durable_state import _serve
 
     port = free_port()
     proc = _serve(tmp_path, port, log=subprocess.DEVNULL)
-
-    def rss_mib():
-        status = open(f"/proc/{proc.pid}/status").read()
-        return int(status.split("VmRSS:")[1].split()[0]) / 1024
-
     try:
-        before = rss_mib()
+        before = rss_mib(proc.pid)
         with socket.create_connection(("127.0.0.1", port)) as sock:
             sock.settimeout(0.2)
             chunk = encode_frame(codec.encode_request(18, 0, {"correlation_id": 1, "client_id": "f"}, {})) * 10000
@@ -130,7 +126,7 @@ def test_a_client_that_never_reads_its_answers_cannot_grow_the_server(tmp_path):
                     sent += sock.send(chunk)
                 except socket.timeout:
                     pass
-            grown = rss_mib() - before
+            grown = rss_mib(proc.pid) - before
         assert sent < 64 << 20, f"the server read {sent >> 20} MiB of requests whose answers nobody read"
         assert grown < 64, f"the server grew {grown:.0f} MiB"
     finally:
