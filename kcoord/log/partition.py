@@ -63,11 +63,17 @@ def _last_sequence(b) -> int:
 
 
 class Partition:
-    def __init__(self, index: int):
+    def __init__(self, index: int, leader: int = 0):
         self.index = index
-        # One node leads every partition from its creation on, so there is never a second
-        # epoch: Metadata, Fetch and OffsetForLeaderEpoch all speak of epoch 0.
+        # Who holds it, who is in sync, who leads (kcoord.cluster moves these; every replica
+        # shares this one log, so a follower is always caught up).
+        self.replicas: list[int] = [leader]
+        self.isr: list[int] = [leader]
+        self.leader = leader
         self.leader_epoch = 0
+        # (epoch, the offset its first record got or will get), oldest first: Kafka's leader
+        # epoch cache, which OffsetForLeaderEpoch reads.
+        self.epochs: list[tuple[int, int]] = [(0, 0)]
         self.log_start_offset = 0
         self.high_watermark = 0          # the offset the next record will get
         self.batches: list[StoredBatch] = []
@@ -198,6 +204,34 @@ class Partition:
         if b.base_sequence != expected:
             raise AppendError("OUT_OF_ORDER_SEQUENCE_NUMBER",
                               f"expected sequence {expected} from producer {b.producer_id}, got {b.base_sequence}")
+
+    def set_leader(self, leader: int) -> None:
+        """A new leader (NO_LEADER: none) in a new epoch, which starts at the log end. Epochs that
+        got no record are forgotten, as Kafka's cache drops an entry a later one starts at."""
+        self.leader = leader
+        self.leader_epoch += 1
+        while self.epochs and self.epochs[-1][1] >= self.high_watermark:
+            self.epochs.pop()
+        self.epochs.append((self.leader_epoch, self.high_watermark))
+
+    def restore_leadership(self, leader: int, epoch: int, isr: list[int], epochs: list) -> None:
+        """Put back the leader, epoch, ISR and epoch history kept before a restart."""
+        self.leader, self.leader_epoch, self.isr = leader, epoch, list(isr)
+        self.epochs = [tuple(e) for e in epochs]
+
+    def end_of_epoch(self, epoch: int) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch, as Kafka's leader epoch cache answers:
+        the current epoch ends at the log end; an older one where the next known epoch starts,
+        named by the newest known epoch at or below it; -1s for -1 or an epoch newer than all."""
+        if epoch < 0:
+            return -1, -1
+        if epoch == self.leader_epoch:
+            return epoch, self.high_watermark
+        later = next(((e, start) for e, start in self.epochs if e > epoch), None)
+        if later is None:
+            return -1, -1
+        floor = [e for e, _ in self.epochs if e <= epoch]
+        return (floor[-1] if floor else epoch), later[1]
 
     def epoch_error(self, current_epoch: int) -> str | None:
         """The ErrorCode name fencing a client that believes the leader epoch is `current_epoch`

@@ -90,6 +90,18 @@ def _batch_payload(topic: str, partition: int, data: bytes) -> bytes:
     return b"B" + _BATCH.pack(len(name)) + name + struct.pack(">i", partition) + data
 
 
+def _topic_payload(topic, configs: dict[str, str] | None = None, added=()) -> bytes:
+    partitions = [*topic.partitions, *added]
+    return _json(b"T", {"name": topic.name, "id": str(topic.topic_id), "partitions": len(partitions),
+                        "configs": topic.configs if configs is None else configs,
+                        "replicas": [p.replicas for p in partitions]})
+
+
+def _leadership_payload(topic: str, partition) -> bytes:
+    return _json(b"L", {"t": topic, "p": partition.index, "l": partition.leader, "e": partition.leader_epoch,
+                        "isr": partition.isr, "epochs": partition.epochs})
+
+
 class StorageFailed(RuntimeError):
     """An earlier write failed: nothing more is recorded until a restart."""
 
@@ -150,6 +162,7 @@ class DurableState:
         topics: dict[str, dict] = {}
         batches: dict[tuple[str, int], list[bytes]] = {}
         starts: dict[tuple[str, int], int] = {}
+        leadership: dict[tuple[str, int], dict] = {}
         for payload in self.log.replay():
             kind, body = payload[:1], payload[1:]
             if kind == b"B":
@@ -183,13 +196,29 @@ class DurableState:
                     del batches[key]
                 for key in [k for k in starts if k[0] == value["name"]]:
                     del starts[key]
+                for key in [k for k in leadership if k[0] == value["name"]]:
+                    del leadership[key]
             elif kind == b"S":
                 starts[(value["t"], value["p"])] = value["s"]
+            elif kind == b"L":
+                leadership[(value["t"], value["p"])] = value
             else:
                 log.warning("%s: skipping a record of unknown type %r", self.log.path, kind)
+        cluster = self.topics.cluster
+        registered = {n for n, _ in cluster.registered()} if cluster is not None else {0}
         for t in topics.values():
-            topic = self.topics.create(t["name"], t["partitions"], t["configs"], uuid.UUID(t["id"]))
+            replicas = t.get("replicas")
+            if not replicas or any(b not in registered for rs in replicas for b in rs):
+                # Written by a kcoord with other brokers (or before replicas were kept): placed anew.
+                replicas, leadership_kept = None, False
+            else:
+                leadership_kept = True
+            topic = self.topics.create(t["name"], t["partitions"], t["configs"], uuid.UUID(t["id"]),
+                                       assignment=dict(enumerate(replicas)) if replicas else None)
             for partition in topic.partitions:
+                held = leadership.get((topic.name, partition.index))
+                if held is not None and leadership_kept:
+                    partition.restore_leadership(held["l"], held["e"], held["isr"], held["epochs"])
                 for data in batches.get((topic.name, partition.index), ()):
                     partition.restore(data)
                     self.loaded["batches"] += 1
@@ -285,19 +314,21 @@ class DurableState:
         self._maybe_compact()
 
     def topic_created(self, topic) -> None:
-        self.log.append(_json(b"T", {"name": topic.name, "id": str(topic.topic_id),
-                                     "partitions": len(topic.partitions), "configs": topic.configs}))
+        self.log.append(_topic_payload(topic))
         self._watch(topic)
 
     def topic_grown(self, topic, added) -> None:
         """Record `topic` with `added` partitions more (the last T record of a topic wins)."""
-        self.log.append(_json(b"T", {"name": topic.name, "id": str(topic.topic_id),
-                                     "partitions": len(topic.partitions) + len(added), "configs": topic.configs}))
+        self.log.append(_topic_payload(topic, added=added))
         self._watch_partitions(topic.name, added)
 
     def topic_configured(self, topic, configs: dict[str, str]) -> None:
-        self.log.append(_json(b"T", {"name": topic.name, "id": str(topic.topic_id),
-                                     "partitions": len(topic.partitions), "configs": configs}))
+        self.log.append(_topic_payload(topic, configs))
+
+    def leadership_changed(self, topic: str, partition) -> None:
+        """A partition's leader, epoch or ISR moved (kcoord.cluster): kept, so a restart brings
+        back the epochs clients have seen (a consumer validates its position against them)."""
+        self.log.append(_leadership_payload(topic, partition))
 
     def topic_deleted(self, topic) -> None:
         self.log.append(_json(b"t", {"name": topic.name}))
@@ -366,10 +397,11 @@ class DurableState:
     def snapshot(self):
         """The whole live state as log payloads: one per key."""
         for topic in self.topics.topics.values():
-            yield _json(b"T", {"name": topic.name, "id": str(topic.topic_id),
-                               "partitions": len(topic.partitions), "configs": topic.configs})
+            yield _topic_payload(topic)
             name = topic.name.encode()
             for partition in topic.partitions:
+                if partition.leader_epoch > 0:
+                    yield _leadership_payload(topic.name, partition)
                 head = b"B" + _BATCH.pack(len(name)) + name + struct.pack(">i", partition.index)
                 for batch in partition.batches:
                     yield head + batch.data
