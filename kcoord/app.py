@@ -1,4 +1,4 @@
-"""One running kcoord: broker state, group coordinator and the TCP listener.
+"""One running kcoord: its brokers, the group coordinator and their listeners.
 
 Used by `kcoord serve`, by the pytest fixture and by tests that need a real
 server in-process.
@@ -10,12 +10,16 @@ import collections
 from kcoord.admin import routes as admin_routes
 from kcoord.admin.http import AdminHttp
 from kcoord.broker import Broker
-from kcoord.config import ServerConfig
+from kcoord.cluster.cluster import Cluster
+from kcoord.config import ServerConfig, cluster_nodes
 from kcoord.coordinator import build_coordinator
 from kcoord.coordinator.events import EventKind
 from kcoord.dynamic_broker_config import DynamicBrokerConfigs
 from kcoord.journal import Journal, JournalTopic, journal_path
+from kcoord.log.consumer_offsets import TOPIC as OFFSETS_TOPIC
+from kcoord.log.consumer_offsets import TOPIC_CONFIGS as OFFSETS_TOPIC_CONFIGS
 from kcoord.log.consumer_offsets import OffsetsTopic
+from kcoord.log.topics import InternalTopic, TopicStore
 from kcoord.admin.metrics import Metrics
 from kcoord.faults.routes import install_faults
 from kcoord.security.setup import security_options
@@ -24,20 +28,30 @@ from kcoord.server import KafkaServer
 
 class Kcoord:
     def __init__(self, config: ServerConfig | None = None, clock=None):
-        self.config = config or ServerConfig()
-        self.broker = Broker(self.config)
+        self.config = config = config or ServerConfig()
+        self.cluster = Cluster(cluster_nodes(config))
+        self.topics = TopicStore(config.default_partitions, self.cluster, config.default_replication_factor)
+        # Kafka creates __consumer_offsets with its own settings whichever request creates it;
+        # replicas: offsets.topic.replication.factor, at most one per broker (docs/cluster.md).
+        self.topics.internal[OFFSETS_TOPIC] = InternalTopic(
+            config.offsets_topic_partitions, dict(OFFSETS_TOPIC_CONFIGS),
+            min(config.offsets_topic_replication_factor, self.cluster.size))
         # Dynamic broker configs (AlterConfigs on a BROKER resource) kept in the data dir are put
         # back first: they override the static values everything below starts from.
-        self.broker.dynamic_configs = DynamicBrokerConfigs(self.config, self.config.data_dir)
-        self.broker.dynamic_configs.load()
-        self.coordinator = build_coordinator(self.config, self.broker.topics, clock)
-        self.broker.coordinator = self.coordinator
+        dynamic_configs = DynamicBrokerConfigs(config, config.data_dir)
+        dynamic_configs.load()
+        self.coordinator = build_coordinator(config, self.topics, clock)
         # The coordinator's records go to __consumer_offsets (and, with a data dir, to disk
         # in the same write: see start()).
-        self.offsets_topic = OffsetsTopic(self.broker.topics, self.config.offsets_topic_partitions,
-                                          self.coordinator.core.now)
-        self.broker.offsets_topic = self.offsets_topic
+        self.offsets_topic = OffsetsTopic(self.topics, config.offsets_topic_partitions, self.coordinator.core.now)
         self.coordinator.core.record_sink = self.offsets_topic
+        # One broker per node, each the `ctx.broker` of its own listener's requests.
+        self.brokers = [Broker(config, self.coordinator, self.topics, node, self.cluster)
+                        for node in self.cluster.nodes.values()]
+        for broker in self.brokers:
+            broker.dynamic_configs = dynamic_configs
+            broker.offsets_topic = self.offsets_topic
+        self.broker = self.brokers[0]
         # The latest coordinator events, for tests and (later) the admin endpoint. Not the
         # commits: one per OffsetCommit would push the groups' history out of the window, and
         # keeping ten thousand of them alive cost a commit a seventh of its CPU (the cyclic GC
@@ -49,17 +63,26 @@ class Kcoord:
                               if self.config.journal_topic else None)
         self.journal = _open_journal(self.config, self.coordinator, self.journal_topic)
         security = security_options(self.config)
-        self.broker.users = security.pop("users")
-        self.server = KafkaServer(self.broker, self.config.listen_host, self.config.listen_port,
-                                  self.config.max_frame_bytes, **security)
-        self.broker.dynamic_configs.listeners.append(self._dynamic_configs_changed)
-        self.broker.authorizer = self.server.acls
+        users = security.pop("users")
+        # Every broker has its own listener and connection limits; users, the SASL gate, TLS and
+        # ACLs are the cluster's.
+        self.servers = []
+        for broker in self.brokers:
+            broker.users = users
+            node = broker.cluster.node(broker.node_id)
+            limits = security.pop("limits") if not self.servers else security_options(self.config)["limits"]
+            self.servers.append(KafkaServer(broker, node.listen_host, node.listen_port, self.config.max_frame_bytes,
+                                            limits=limits, **security))
+            broker.authorizer = self.servers[-1].acls
+        self.server = self.servers[0]
+        dynamic_configs.listeners.append(self._dynamic_configs_changed)
         self.storage = None
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)
                      if self.config.http_host is not None else None)
         self.metrics = Metrics(self.coordinator.core)
-        self.server.metrics = self.metrics
+        for server in self.servers:
+            server.metrics = self.metrics
         if self.http is not None:
             self.http.health_checks.append(lambda: self.storage.failure if self.storage is not None else None)
         if self.http is not None:
@@ -67,17 +90,24 @@ class Kcoord:
         self.faults = install_faults(self)
 
     def _dynamic_configs_changed(self, cfg) -> None:
-        limits = self.server.limits
-        limits.max_connections, limits.max_connections_per_ip = cfg.max_connections, cfg.max_connections_per_ip
+        for server in self.servers:
+            limits = server.limits
+            limits.max_connections, limits.max_connections_per_ip = cfg.max_connections, cfg.max_connections_per_ip
 
     async def start(self) -> tuple[str, int]:
         if self.config.data_dir is not None:
             from kcoord.storage import DurableState
 
             # Loaded on the loop: restored members' session timers are loop timers.
-            self.storage = DurableState(self.config.data_dir, self.coordinator.core, self.broker.topics,
+            self.storage = DurableState(self.config.data_dir, self.coordinator.core, self.topics,
                                         self.config.fsync, self.config.fsync_interval_ms)
             self.storage.load()
+            storage = self.storage
+            self.cluster.listeners.append(
+                lambda change: storage.leadership_changed(change.topic, self.topics.partition(change.topic,
+                                                                                               change.partition)))
+            self.cluster.partition_listeners.append(storage.leadership_changed)
+            self.cluster.elect_missing("the brokers started")
             self.offsets_topic.durable = self.storage
             self.storage.offsets_in_batches = True
             self.storage.on_compact = self.offsets_topic.compact
@@ -85,26 +115,39 @@ class Kcoord:
             await self.storage.start()
         if self.journal_topic is not None:
             self.journal_topic.start()  # after durable state put back the topic's earlier records
-        host, port = await self.server.start()
+        for server in self.servers:
+            await self._listen(server)
+        host, port = self.server.host, self.server.port
         self.metrics.watch_loop()
-        # A listener on port 0 learns its port only now; advertise the real one.
+        # What node 0 listens on and advertises is also the config's (what `bootstrap` names).
+        node = self.cluster.node(self.broker.node_id)
         if self.config.advertised_port in (None, 0) and self.config.listen_port == 0:
-            self.config.advertised_port = port
+            self.config.advertised_port = node.advertised[1]
         self.config.listen_port = port
         if self.http is not None:
             await self.http.start()
         return host, port
 
+    async def _listen(self, server: KafkaServer) -> None:
+        node = self.cluster.node(server.broker.node_id)
+        host, port = await server.start()
+        # A listener on port 0 learns its port only now: it keeps it (a restarted broker comes
+        # back where clients knew it) and advertises it.
+        if node.listen_port == 0 and node.advertised_port in (None, 0):
+            node.advertised_port = port
+        node.listen_port = server.port = port
+
     @property
     def bootstrap(self) -> str:
-        host, port = self.config.advertised
-        return f"{host}:{port}"
+        """Every broker's address, as a client's bootstrap.servers."""
+        return ",".join("%s:%d" % n.advertised for n in self.cluster.nodes.values())
 
     async def close(self) -> None:
         if self.http is not None:
             await self.http.close()
         self.metrics.stop_watching()
-        await self.server.close()
+        for server in self.servers:
+            await server.close()
         await self.coordinator.close()
         if self.journal is not None:
             # Before durable state closes: its last offset_commits records still go to the topic.

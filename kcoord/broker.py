@@ -1,7 +1,9 @@
-"""The broker: one node that owns every partition and coordinates every group.
+"""A broker: one node of the cluster, as its request handlers see it.
 
-It holds the pieces handlers talk to; it knows no bytes (handlers do) and no
-group rules (the coordinator does).
+Every broker of a kcoord has its own listener and node id; they share the topics, the
+cluster's leadership, the group coordinator, users and ACLs. A handler reaches all of it
+through `ctx.broker`; it knows no bytes (handlers do) and no group rules (the coordinator
+does).
 """
 from __future__ import annotations
 
@@ -10,9 +12,14 @@ from kcoord.log.topics import TopicStore
 
 
 class Broker:
-    def __init__(self, config: ServerConfig, coordinator=None, topics: TopicStore | None = None):
+    def __init__(self, config: ServerConfig, coordinator=None, topics: TopicStore | None = None,
+                 node=None, cluster=None):
         self.config = config
         self.topics = topics or TopicStore(config.default_partitions)
+        # kcoord.cluster.Node and Cluster; without them (a broker built on its own, in a test),
+        # the broker is node `node.id` of a cluster of one.
+        self.cluster = cluster
+        self._node = node
         self.coordinator = coordinator
         self.users = None        # kcoord.security.users.UserStore, set by the app
         self.authorizer = None   # kcoord.security.acls.Authorizer when ACLs are on
@@ -23,8 +30,36 @@ class Broker:
 
     @property
     def node_id(self) -> int:
-        return self.config.node_id
+        return self._node.node_id if self._node is not None else self.config.node_id
+
+    @property
+    def rack(self) -> str | None:
+        return self._node.rack if self._node is not None else self.config.rack
 
     def node(self) -> dict:
+        """This broker as Metadata and FindCoordinator name it."""
+        if self._node is not None:
+            return self._node.describe()
         host, port = self.config.advertised
         return {"node_id": self.config.node_id, "host": host, "port": port, "rack": self.config.rack}
+
+    def brokers(self) -> list[dict]:
+        """Every broker Metadata lists: those the controller has not fenced."""
+        if self.cluster is None:
+            return [self.node()]
+        return [n.describe() for n in self.cluster.alive()]
+
+    def describe(self, node_id: int) -> dict | None:
+        """Broker `node_id` as Metadata names it, or None if there is no such broker."""
+        if self.cluster is None:
+            return self.node() if node_id == self.node_id else None
+        node = self.cluster.nodes.get(node_id)
+        return None if node is None else node.describe()
+
+    @property
+    def controller_id(self) -> int:
+        return self.node_id if self.cluster is None else self.cluster.controller_id
+
+    def leads(self, partition) -> bool:
+        """Whether this broker leads `partition` (a kcoord.log.partition.Partition)."""
+        return partition.leader == self.node_id

@@ -30,6 +30,21 @@ class ServerConfig:
     node_id: int = default("node.id")
     cluster_id: str = "kcoord-cluster-00000001"
     rack: str | None = None
+    # Several brokers in one process (docs/cluster.md): how many, each one's listener when not
+    # consecutive ports from listen_port ((host, port) per broker), each one's rack.
+    brokers: int = 1
+    broker_addresses: tuple = ()
+    broker_racks: tuple = ()
+    default_replication_factor: int = default("default.replication.factor")
+    offsets_topic_replication_factor: int = default("offsets.topic.replication.factor")
+    # How long the controller waits for a killed broker before moving its partitions away.
+    broker_session_timeout_ms: int = default("broker.session.timeout.ms")
+    auto_leader_rebalance_enable: bool = default("auto.leader.rebalance.enable")
+    leader_imbalance_check_interval_seconds: int = default("leader.imbalance.check.interval.seconds")
+    leader_imbalance_per_broker_percentage: int = default("leader.imbalance.per.broker.percentage")
+    # How long a broker takes to load the groups of a __consumer_offsets partition it comes to
+    # lead (COORDINATOR_LOAD_IN_PROGRESS meanwhile): kcoord's, Kafka's depends on the log.
+    coordinator_load_ms: int = 100
     data_dir: str | None = None               # None: state lives in memory only
     fsync: str = "interval"                   # always | interval | never (see kcoord.storage.record_log)
     fsync_interval_ms: int = 100
@@ -88,3 +103,29 @@ class ServerConfig:
     def advertised(self) -> tuple[str, int]:
         return (self.advertised_host or self.listen_host,
                 self.advertised_port if self.advertised_port is not None else self.listen_port)
+
+
+def cluster_nodes(config: ServerConfig) -> list:
+    """The brokers `config` asks for: node ids 0..N-1 (`node.id` for a single broker), listeners
+    on consecutive ports from the configured one (each on a free port of its own when that is 0)
+    or as listed, advertised likewise, racks as listed (`broker.rack` for a single broker)."""
+    from kcoord.cluster.cluster import Node
+
+    n = len(config.broker_addresses) or config.brokers
+    if n < 1:
+        raise ValueError(f"--brokers {n}: a cluster needs at least one broker")
+    if config.broker_racks and len(config.broker_racks) != n:
+        raise ValueError(f"--broker-racks names {len(config.broker_racks)} racks for {n} brokers")
+    nodes = []
+    for i in range(n):
+        if config.broker_addresses:
+            host, port = config.broker_addresses[i]
+        else:
+            host, port = config.listen_host, config.listen_port + i if config.listen_port else 0
+        advertised_port = None
+        if config.advertised_port is not None:
+            advertised_port = config.advertised_port + i if config.advertised_port else 0
+        rack = config.broker_racks[i] if config.broker_racks else config.rack
+        nodes.append(Node(config.node_id if n == 1 else i, host, port, config.advertised_host if i == 0 or
+                          not config.broker_addresses else None, advertised_port, rack or None))
+    return nodes

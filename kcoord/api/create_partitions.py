@@ -10,19 +10,8 @@ def _grow(ctx, t, validate_only: bool) -> dict:
     store = ctx.broker.topics
     result = {"name": t.name, "error_code": ErrorCode.NONE, "error_message": None}
     try:
-        topic = store.check_new_partition_count(t.name, t.count)
-        if t.assignments is not None:
-            added = t.count - len(topic.partitions)
-            if len(t.assignments) != added:
-                raise TopicError("INVALID_REPLICA_ASSIGNMENT",
-                                 f"Increasing the number of partitions by {added} but {len(t.assignments)} "
-                                 "assignments provided.")
-            node = ctx.broker.config.node_id
-            if any(list(a.broker_ids) != [node] for a in t.assignments):
-                raise TopicError("INVALID_REPLICA_ASSIGNMENT",
-                                 f"a single-node kcoord places every replica on broker {node}")
-        if not validate_only:
-            store.add_partitions(t.name, t.count)
+        assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+        store.add_partitions(t.name, t.count, assignment, validate_only=validate_only)
     except TopicError as err:
         return {**result, "error_code": ErrorCode[err.code_name], "error_message": err.message}
     return result
@@ -45,5 +34,5 @@ async def create_partitions(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.CREATE_PARTITIONS, 0, 3, create_partitions,
-    "a topic grows (validate-only too); assignments may name only this broker",
+    "a topic grows (validate-only too), placed on the brokers or as the assignments say",
     version_notes={2: "flexible versions"}, topic_acl=TopicAcl(TopicOperation.ALTER))

@@ -1,4 +1,5 @@
-"""CreateTopics: in-memory topics on this one broker."""
+"""CreateTopics: topics placed on the cluster's brokers (kcoord.cluster.placement), or where
+the request's manual assignment says."""
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.log.configs import TOPIC_DEFAULTS
 from kcoord.log.topics import TopicError
@@ -6,16 +7,30 @@ from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 
+def _assignment(t) -> dict[int, list[int]] | None:
+    """The request's manual assignment (partition -> replicas), checked as Kafka's controller
+    checks its form before the brokers named (kcoord.log.topics does those)."""
+    if not t.assignments:
+        return None
+    if t.replication_factor != -1:
+        raise TopicError("INVALID_REQUEST", "A manual partition assignment was specified, but replication "
+                                            "factor was not set to -1.")
+    if t.num_partitions != -1:
+        raise TopicError("INVALID_REQUEST", "A manual partition assignment was specified, but numPartitions "
+                                            "was not set to -1.")
+    out: dict[int, list[int]] = {}
+    for a in t.assignments:
+        if a.partition_index in out:
+            raise TopicError("INVALID_REPLICA_ASSIGNMENT",
+                             f"Found multiple manual partition assignments for partition {a.partition_index}")
+        out[a.partition_index] = list(a.broker_ids)
+    return out
+
+
 def _create_one(ctx, t, validate_only):
     store = ctx.broker.topics
     result = {"name": t.name, "error_code": ErrorCode.NONE, "error_message": None,
               "num_partitions": -1, "replication_factor": -1, "configs": None}
-    if t.assignments:
-        return {**result, "error_code": ErrorCode.INVALID_REQUEST,
-                "error_message": "manual replica assignments are not supported by a single-node kcoord"}
-    if t.replication_factor not in (-1, 1):
-        return {**result, "error_code": ErrorCode.INVALID_REPLICATION_FACTOR,
-                "error_message": f"replication factor {t.replication_factor} is larger than the 1 available broker"}
     configs = {c.name: c.value for c in t.configs}
     unknown = sorted(set(configs) - set(TOPIC_DEFAULTS))
     if unknown:
@@ -25,21 +40,23 @@ def _create_one(ctx, t, validate_only):
         return {**result, "error_code": ErrorCode.TOPIC_ALREADY_EXISTS,
                 "error_message": f"Topic '{t.name}' already exists."}
     try:
+        assignment = _assignment(t)
+        if assignment is None and (t.replication_factor < -1 or t.replication_factor == 0):
+            raise TopicError("INVALID_REPLICATION_FACTOR",
+                             "Replication factor must be larger than 0, or -1 to use the default value.")
+        if assignment is None and (t.num_partitions < -1 or t.num_partitions == 0):
+            raise TopicError("INVALID_PARTITIONS", "Number of partitions was set to an invalid non-positive value.")
         if validate_only:
-            from kcoord.log.topics import validate_topic_name
-
-            validate_topic_name(t.name)
-            n = store.default_partitions if t.num_partitions == -1 else t.num_partitions
-            if n <= 0:
-                raise TopicError("INVALID_PARTITIONS", "number of partitions must be positive")
-            topic_id, partitions = None, n
+            replicas, _ = store.plan(t.name, t.num_partitions, configs, t.replication_factor, assignment)
+            topic_id = None
         else:
-            topic = store.create(t.name, t.num_partitions, configs)
-            topic_id, partitions = topic.topic_id, len(topic.partitions)
+            topic = store.create(t.name, t.num_partitions, configs, replication_factor=t.replication_factor,
+                                 assignment=assignment)
+            topic_id, replicas = topic.topic_id, [p.replicas for p in topic.partitions]
     except TopicError as err:
         return {**result, "error_code": ErrorCode[err.code_name], "error_message": str(err)}
     merged = {**TOPIC_DEFAULTS, **configs}
-    return {**result, "topic_id": topic_id, "num_partitions": partitions, "replication_factor": 1,
+    return {**result, "topic_id": topic_id, "num_partitions": len(replicas), "replication_factor": len(replicas[0]),
             "configs": [{"name": k, "value": v, "read_only": False, "config_source": 1 if k in configs else 5,
                          "is_sensitive": False} for k, v in sorted(merged.items())]}
 
@@ -64,6 +81,6 @@ async def create_topics(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.CREATE_TOPICS, 2, 7, create_topics,
-    "one broker: replication factor 1; no manual assignments",
+    "placed rack-aware over the brokers (docs/cluster.md), or as the manual assignment says",
     topic_acl=TopicAcl(TopicOperation.CREATE, cluster_wide=True),
     version_notes={5: "the created topic's configs in the response", 7: "topic ids in the response"})

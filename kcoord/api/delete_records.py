@@ -2,6 +2,7 @@
 OFFSET_OUT_OF_RANGE and ListOffsets' earliest is the new start."""
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.security.acls import topic_gate
+from kcoord.api._leadership import serving_error
 from wire.errors import ErrorCode
 
 HIGH_WATERMARK = -1  # delete everything produced so far
@@ -26,6 +27,8 @@ async def delete_records(ctx, req):
                 error, low = ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1
             elif partition is None:
                 error, low = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+            elif serving_error(ctx.broker, partition) is not None:
+                error, low = ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
             elif store.get(t.name).internal:  # as Kafka: internal topics keep their records
                 error, low = ErrorCode.INVALID_TOPIC_EXCEPTION, -1
             else:

@@ -2,6 +2,7 @@
 state that deduplicates their retries. Transactions are not served, so no producer has
 a coordinator epoch or an open transaction."""
 from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.api._leadership import serving_error
 from wire.errors import ErrorCode
 
 # Kafka says this only when the topic is unknown; a missing partition of a known topic
@@ -9,12 +10,16 @@ from wire.errors import ErrorCode
 _NOT_HOSTED = "This server does not host this topic-partition."
 
 
-def _partition(store, topic: str, index: int) -> dict:
+def _partition(broker, topic: str, index: int) -> dict:
     entry = {"partition_index": index, "error_code": ErrorCode.NONE, "error_message": None, "active_producers": []}
+    store = broker.topics
     partition = store.partition(topic, index)
     if partition is None:
         entry["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         entry["error_message"] = _NOT_HOSTED if store.get(topic) is None else None
+        return entry
+    if serving_error(broker, partition) is not None:
+        entry["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
         return entry
     entry["active_producers"] = [
         {"producer_id": pid, "producer_epoch": epoch, "last_sequence": seq, "last_timestamp": ts,
@@ -24,9 +29,8 @@ def _partition(store, topic: str, index: int) -> dict:
 
 
 async def describe_producers(ctx, req):
-    store = ctx.broker.topics
     return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [_partition(store, t.name, i) for i in t.partition_indexes]}
+        {"name": t.name, "partitions": [_partition(ctx.broker, t.name, i) for i in t.partition_indexes]}
         for t in req.topics]}
 
 

@@ -8,6 +8,7 @@ offset equals the high watermark.
 import asyncio
 
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
+from kcoord.api._leadership import current_leader, node_endpoints, serving_error
 from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
@@ -18,6 +19,7 @@ def _collect(ctx, req):
     budget = req.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     total = 0
     responses = []
+    leaders = []   # of the partitions answered NOT_LEADER_OR_FOLLOWER (KIP-951)
     for t in req.topics:
         name = t.get("topic")
         topic = store.resolve(name, t.get("topic_id"))
@@ -32,9 +34,13 @@ def _collect(ctx, req):
             elif partition is None:
                 r["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic is None
                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            elif p.get("current_leader_epoch", -1) >= 0 and partition.epoch_error(p.current_leader_epoch):
-                # Unlike the other APIs, Kafka's Fetch takes any negative epoch for "not given".
-                r["error_code"] = ErrorCode[partition.epoch_error(p.current_leader_epoch)]
+            # Unlike the other APIs, Kafka's Fetch takes any negative epoch for "not given".
+            elif (error := serving_error(ctx.broker, partition, max(p.get("current_leader_epoch", -1), -1),
+                                         followers_too=ctx.api_version >= 11)) is not None:
+                r["error_code"] = error
+                if error == ErrorCode.NOT_LEADER_OR_FOLLOWER and ctx.api_version >= 12:
+                    r["current_leader"] = current_leader(partition)
+                    leaders.append(partition.leader)
             elif not partition.log_start_offset <= p.fetch_offset <= partition.high_watermark:
                 # As Kafka: an out-of-range fetch learns no offsets (-1); the consumer asks ListOffsets.
                 r["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -49,21 +55,24 @@ def _collect(ctx, req):
                 r["records"] = data
             parts.append(r)
         responses.append({"topic": name, "topic_id": t.get("topic_id"), "partitions": parts})
-    return responses, total
+    return responses, total, leaders
 
 
 async def fetch(ctx, req):
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(req.max_wait_ms, 0) / 1000
     while True:
-        responses, total = _collect(ctx, req)
+        responses, total, leaders = _collect(ctx, req)
         remaining = deadline - loop.time()
         # As Kafka's ReplicaManager: a fetch of no partitions (a closing consumer's) is not parked.
         if (total >= max(req.min_bytes, 1) or remaining <= 0 or not any(t["partitions"] for t in responses)
                 or _has_error(responses)):
             break
         await ctx.broker.topics.wait_appended(remaining)
-    return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+    answer = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}
+    if leaders and ctx.api_version >= 16:
+        answer["node_endpoints"] = node_endpoints(ctx.broker, leaders)
+    return answer
 
 
 def _has_error(responses):
@@ -74,4 +83,6 @@ DESCRIPTOR = ApiDescriptor(
     ApiKey.FETCH, 4, 18, fetch,
     "long poll woken by produce; sessionless (session id 0)",
     topic_acl=TopicAcl(TopicOperation.READ),
-    version_notes={13: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"})
+    version_notes={11: "any in-sync replica answers a consumer (KIP-392); others: NOT_LEADER_OR_FOLLOWER",
+                   12: "NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951)",
+                   13: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"})

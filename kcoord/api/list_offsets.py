@@ -2,6 +2,7 @@
 sentinels answer "no offset" since nothing is tiered."""
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.security.acls import topic_gate
+from kcoord.api._leadership import serving_error
 from wire.errors import ErrorCode
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
@@ -41,13 +42,14 @@ async def list_offsets(ctx, req):
             r = {"partition_index": p.partition_index, "error_code": ErrorCode.NONE,
                  "timestamp": -1, "offset": -1, "leader_epoch": -1}
             partition = store.partition(t.name, p.partition_index)
-            fenced = None if partition is None else partition.epoch_error(p.get("current_leader_epoch", -1))
+            fenced = None if partition is None else serving_error(ctx.broker, partition,
+                                                                 p.get("current_leader_epoch", -1))
             if not may_describe(t.name):
                 r["error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif partition is None:
                 r["error_code"] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif fenced is not None:
-                r["error_code"] = ErrorCode[fenced]
+                r["error_code"] = fenced
             else:
                 found = _lookup(partition, p.timestamp, ctx.api_version)
                 if found is None:

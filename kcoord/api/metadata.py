@@ -1,21 +1,28 @@
-"""Metadata: one broker (this node) leads every partition."""
+"""Metadata: the brokers the controller counts in, and each partition's leader and replicas."""
 from kcoord.api import NO_AUTHORIZED_OPERATIONS, ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.log.topics import TopicError
 from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
+
+def partition_entry(p, alive: set[int]) -> dict:
+    """A partition as Metadata (and DescribeTopicPartitions) describe it: no leader is
+    LEADER_NOT_AVAILABLE; replicas on brokers the controller counts out (not in `alive`) are
+    offline."""
+    return {"error_code": ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+            "partition_index": p.index, "leader_id": p.leader, "leader_epoch": p.leader_epoch,
+            "replica_nodes": list(p.replicas), "isr_nodes": list(p.isr),
+            "offline_replicas": [b for b in p.replicas if b not in alive]}
+
+
 def _topic_entry(broker, topic, version):
+    alive = {n["node_id"] for n in broker.brokers()}
     return {
         "error_code": ErrorCode.NONE,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.internal,
-        "partitions": [
-            {"error_code": ErrorCode.NONE, "partition_index": p.index, "leader_id": broker.node_id,
-             "leader_epoch": p.leader_epoch, "replica_nodes": [broker.node_id], "isr_nodes": [broker.node_id],
-             "offline_replicas": []}
-            for p in topic.partitions
-        ],
+        "partitions": [partition_entry(p, alive) for p in topic.partitions],
         "topic_authorized_operations": NO_AUTHORIZED_OPERATIONS,
     }
 
@@ -71,9 +78,9 @@ async def metadata(ctx, req):
                 topics.append(_topic_entry(broker, topic, ctx.api_version))
     return {
         "throttle_time_ms": 0,
-        "brokers": [broker.node()],
+        "brokers": broker.brokers(),
         "cluster_id": broker.config.cluster_id,
-        "controller_id": broker.node_id,
+        "controller_id": broker.controller_id,
         "topics": topics,
         "cluster_authorized_operations": NO_AUTHORIZED_OPERATIONS,
     }
@@ -81,7 +88,7 @@ async def metadata(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.METADATA, 0, 13, metadata,
-    "one broker (node 0) leads every partition; topic ids; auto-create",
+    "every broker the controller counts in; leaders, replicas, ISR; topic ids; auto-create",
     topic_acl=TopicAcl(TopicOperation.DESCRIBE),
     version_notes={1: "a null topic list asks for every topic (an empty one did in v0)",
                    4: "auto-creation can be declined", 10: "topic ids", 12: "topics asked for by id alone"})

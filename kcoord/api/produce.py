@@ -8,6 +8,7 @@ of one of a producer's last five batches is answered with its first base offset
 import logging
 
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
+from kcoord.api._leadership import current_leader, node_endpoints, serving_error
 from kcoord.log.partition import AppendError
 from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
@@ -23,6 +24,7 @@ async def produce(ctx, req):
     store = ctx.broker.topics
     may_write = topic_gate(ctx)
     appended = False
+    leaders = []   # of the partitions answered NOT_LEADER_OR_FOLLOWER (KIP-951)
     responses = []
     for topic_data in req.topic_data:
         name = topic_data.get("name")
@@ -40,6 +42,11 @@ async def produce(ctx, req):
                 # v13+ names topics by id only: an id nobody knows is UNKNOWN_TOPIC_ID.
                 r["error_code"] = (ErrorCode.UNKNOWN_TOPIC_ID if name is None and topic is None
                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif serving_error(ctx.broker, partition) is not None:
+                r["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if ctx.api_version >= 10:
+                    r["current_leader"] = current_leader(partition)
+                    leaders.append(partition.leader)
             elif topic.internal:
                 # Kafka's ReplicaManager: only the broker itself appends to internal topics
                 # (its InvalidTopicException reaches the producer without a message).
@@ -65,7 +72,10 @@ async def produce(ctx, req):
         store.notify_appended()
     if req.acks == 0:
         return None
-    return {"responses": responses, "throttle_time_ms": 0}
+    answer = {"responses": responses, "throttle_time_ms": 0}
+    if leaders:
+        answer["node_endpoints"] = node_endpoints(ctx.broker, leaders)
+    return answer
 
 
 DESCRIPTOR = ApiDescriptor(
@@ -73,4 +83,5 @@ DESCRIPTOR = ApiDescriptor(
     "record batches v2, offsets assigned, acks 0/1/-1; idempotent producers: sequences and epochs checked, "
     "a retry of one of the last five batches answered with its first offset",
     topic_acl=TopicAcl(TopicOperation.WRITE),
-    version_notes={13: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"})
+    version_notes={10: "a partition led elsewhere: NOT_LEADER_OR_FOLLOWER with the current leader (KIP-951)",
+                   13: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"})

@@ -76,6 +76,16 @@ def _serve_parser(sub) -> None:
     p.add_argument("--fault", action="append", default=[], metavar="RULE",
                    help="one fault rule, e.g. api=Heartbeat,error=NOT_COORDINATOR,times=3 (repeatable)")
     _kafka_flags(p)
+    cl = p.add_argument_group("several brokers in one process (docs/cluster.md)")
+    cl.add_argument("--brokers", default="1", metavar="N|HOST:PORT,...",
+                    help="how many brokers, on consecutive ports from --listen (each on a free port when it is "
+                         "0), node ids 0..N-1; or each broker's HOST:PORT (default %(default)s: one broker, "
+                         "node.id)")
+    cl.add_argument("--broker-racks", default=None, metavar="RACK,...",
+                    help="each broker's rack, in node id order (one broker: broker.rack)")
+    cl.add_argument("--coordinator-load-ms", type=_at_least(0), default=100,
+                    help="how long a broker takes to load the groups of a __consumer_offsets partition it comes "
+                         "to lead; group requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS (default %(default)s)")
     lim = p.add_argument_group("limits without a Kafka name")
     lim.add_argument("--max-buffered-request-bytes", type=_at_least(1), default=64 * 1024,
                      help="pipelined request bytes read ahead per connection (default %(default)s)")
@@ -170,6 +180,7 @@ def config_from_args(args) -> ServerConfig:
                        acls=args.acls, super_users=tuple(
                            p.strip() for p in (args.super_users or "").split(";") if p.strip()))
     broker_config.apply(cfg, resolved)
+    _apply_cluster_args(cfg, args)
     broker_config.check_consistency(cfg)
     broker_config.log_warnings(resolved)
     cfg.journal = args.journal
@@ -193,6 +204,30 @@ def config_from_args(args) -> ServerConfig:
             raise BadInput(f"invalid --faults {args.faults}: {err}") from None
     cfg.fault_rules.extend(args.fault)
     return cfg
+
+
+def _apply_cluster_args(cfg: ServerConfig, args) -> None:
+    text = (args.brokers or "1").strip()
+    if text.isdigit():
+        cfg.brokers = int(text)
+        if cfg.brokers < 1:
+            raise BadInput(f"--brokers {text}: a cluster needs at least one broker")
+    else:
+        try:
+            cfg.broker_addresses = tuple(parse_host_port(item.strip()) for item in text.split(",") if item.strip())
+        except ValueError:
+            raise BadInput(f"--brokers {text}: a count, or HOST:PORT for each broker") from None
+        if len(set(cfg.broker_addresses)) != len(cfg.broker_addresses):
+            raise BadInput(f"--brokers {text}: two brokers on one address")
+        cfg.brokers = len(cfg.broker_addresses)
+    if args.broker_racks is not None:
+        cfg.broker_racks = tuple(r.strip() for r in args.broker_racks.split(","))
+        if len(cfg.broker_racks) != cfg.brokers:
+            raise BadInput(f"--broker-racks {args.broker_racks}: {len(cfg.broker_racks)} racks for "
+                           f"{cfg.brokers} brokers")
+    if cfg.brokers > 1 and cfg.listen_port and cfg.listen_port + cfg.brokers - 1 > 65535:
+        raise BadInput(f"--brokers {cfg.brokers} from port {cfg.listen_port}: ports run past 65535")
+    cfg.coordinator_load_ms = args.coordinator_load_ms
 
 
 class BadInput(Exception):
@@ -309,6 +344,8 @@ async def _serve(cfg: ServerConfig) -> int:
         print(f"kcoord: cannot start: {err}", file=sys.stderr, flush=True)
         return 1
     print(f"kcoord listening on {host}:{port}", flush=True)
+    for server in app.servers[1:]:
+        print(f"kcoord broker {server.broker.node_id} listening on {server.host}:{server.port}", flush=True)
     if app.http is not None:
         print(f"kcoord admin endpoint on http://{app.http.host}:{app.http.port}", flush=True)
     stop = asyncio.Event()

@@ -15,7 +15,8 @@ from kcoord.faults import FaultInjector, FaultRuleError
 
 def install_faults(app) -> FaultInjector:
     injector = FaultInjector(app.coordinator)
-    app.server.faults = injector
+    for server in app.servers:
+        server.faults = injector
     for rule in app.config.fault_rules:
         injector.add(rule)
     if app.http is not None:

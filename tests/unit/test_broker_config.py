@@ -51,10 +51,14 @@ KAFKA_DEFAULTS = {
     "min.insync.replicas": "1",
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
+    "broker.session.timeout.ms": "9000",
+    "auto.leader.rebalance.enable": "true",
+    "leader.imbalance.check.interval.seconds": "300",
+    "leader.imbalance.per.broker.percentage": "10",
 }
 # Where kcoord runs with something else, and must say why.
 KCOORD_DIFFERS = {"listeners", "sasl.enabled.mechanisms", "node.id", "broker.id",
-                  "offsets.topic.replication.factor", "transaction.state.log.replication.factor"}
+                  "transaction.state.log.replication.factor"}
 
 
 def serve_config(*argv) -> ServerConfig:
@@ -227,10 +231,10 @@ def test_node_id_and_broker_id():
 def test_unknown_keys_warn_once_each(caplog):
     with caplog.at_level(logging.WARNING, logger="kcoord"):
         cfg = serve_config("--config", "process.roles=broker,controller", "--config", "log.dirs=/tmp/x",
-                           "--config", "offsets.topic.replication.factor=1", "--config", "num.partitions=2")
+                           "--config", "log.retention.hours=1", "--config", "num.partitions=2")
     lines = [r.getMessage() for r in caplog.records]
     assert lines.count("ignoring config process.roles (not modelled by kcoord)") == 1
-    assert lines.count("ignoring config offsets.topic.replication.factor (not modelled by kcoord)") == 1
+    assert lines.count("ignoring config log.retention.hours (not modelled by kcoord)") == 1
     assert sum("ignoring config log.dirs" in line and "--data-dir" in line for line in lines) == 1
     assert len(lines) == 3 and cfg.default_partitions == 2 and cfg.data_dir is None
 
