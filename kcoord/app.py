@@ -19,6 +19,7 @@ from kcoord.journal import Journal, JournalTopic, journal_path
 from kcoord.log.consumer_offsets import TOPIC as OFFSETS_TOPIC
 from kcoord.log.consumer_offsets import TOPIC_CONFIGS as OFFSETS_TOPIC_CONFIGS
 from kcoord.log.consumer_offsets import OffsetsTopic
+from kcoord.log.offsets_loader import OffsetsPartitions
 from kcoord.log.topics import InternalTopic, TopicStore
 from kcoord.admin.metrics import Metrics
 from kcoord.faults.routes import install_faults
@@ -41,12 +42,18 @@ class Kcoord:
         dynamic_configs = DynamicBrokerConfigs(config, config.data_dir)
         dynamic_configs.load()
         self.coordinator = build_coordinator(config, self.topics, clock)
-        # The coordinator's records go to __consumer_offsets (and, with a data dir, to disk
-        # in the same write: see start()).
-        self.offsets_topic = OffsetsTopic(self.topics, config.offsets_topic_partitions, self.coordinator.core.now)
-        self.coordinator.core.record_sink = self.offsets_topic
+        runtime = self.coordinator.runtime
+        # The coordinators' records go to __consumer_offsets (and, with a data dir, to disk in
+        # the same write: see start()), which is also where a coordinator loads its groups from.
+        self.offsets_topic = OffsetsTopic(self.topics, config.offsets_topic_partitions, runtime.now)
+        runtime.record_sink = self.offsets_topic
+        runtime.log = OffsetsPartitions(self.offsets_topic)
+        # A __consumer_offsets partition's new leader loads its groups; the old one unloads them.
+        self.cluster.listeners.append(
+            lambda change: change.topic == OFFSETS_TOPIC and runtime.leader_changed(
+                change.partition, change.new_leader, change.epoch))
         # One broker per node, each the `ctx.broker` of its own listener's requests.
-        self.brokers = [Broker(config, self.coordinator, self.topics, node, self.cluster)
+        self.brokers = [Broker(config, self.coordinator.broker(node.node_id), self.topics, node, self.cluster)
                         for node in self.cluster.nodes.values()]
         for broker in self.brokers:
             broker.dynamic_configs = dynamic_configs
@@ -58,7 +65,7 @@ class Kcoord:
         # walking them) where the journal and metrics only count them.
         self.recorded_events: collections.deque = collections.deque(maxlen=10000)
         record = self.recorded_events.append
-        self.coordinator.core.bus.subscribe(lambda e: e.kind is EventKind.OFFSETS_COMMITTED or record(e))
+        runtime.bus.subscribe(lambda e: e.kind is EventKind.OFFSETS_COMMITTED or record(e))
         self.journal_topic = (JournalTopic(self.broker.topics, self.config.journal_topic)
                               if self.config.journal_topic else None)
         self.journal = _open_journal(self.config, self.coordinator, self.journal_topic)
@@ -80,7 +87,7 @@ class Kcoord:
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)
                      if self.config.http_host is not None else None)
-        self.metrics = Metrics(self.coordinator.core)
+        self.metrics = Metrics(runtime)
         for server in self.servers:
             server.metrics = self.metrics
         if self.http is not None:
@@ -98,9 +105,8 @@ class Kcoord:
         if self.config.data_dir is not None:
             from kcoord.storage import DurableState
 
-            # Loaded on the loop: restored members' session timers are loop timers.
-            self.storage = DurableState(self.config.data_dir, self.coordinator.core, self.topics,
-                                        self.config.fsync, self.config.fsync_interval_ms)
+            self.storage = DurableState(self.config.data_dir, self.topics, self.config.fsync,
+                                        self.config.fsync_interval_ms)
             self.storage.load()
             storage = self.storage
             self.cluster.listeners.append(
@@ -109,9 +115,12 @@ class Kcoord:
             self.cluster.partition_listeners.append(storage.leadership_changed)
             self.cluster.elect_missing("the brokers started")
             self.offsets_topic.durable = self.storage
-            self.storage.offsets_in_batches = True
             self.storage.on_compact = self.offsets_topic.compact
-            self.coordinator.core.record_sink = self.offsets_topic
+            if self.storage.legacy_records:
+                self.offsets_topic.append(self.storage.legacy_records)
+            # Each broker's coordinators load the groups of the partitions it leads, before any
+            # listener accepts a client. On the loop: members' session timers are loop timers.
+            self.coordinator.runtime.load_led(n.node_id for n in self.cluster.alive())
             await self.storage.start()
         if self.journal_topic is not None:
             self.journal_topic.start()  # after durable state put back the topic's earlier records
@@ -161,5 +170,5 @@ def _open_journal(config: ServerConfig, coordinator, topic: JournalTopic | None)
     if path is None and topic is None:
         return None
     journal = Journal(path, max_bytes=config.journal_max_bytes, sinks=(topic,) if topic is not None else ())
-    coordinator.core.bus.subscribe(journal)
+    coordinator.runtime.bus.subscribe(journal)
     return journal

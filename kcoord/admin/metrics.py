@@ -76,7 +76,7 @@ class _GroupCollector:
         consumer = GaugeMetricFamily("kcoord_consumer_groups", "Consumer groups (KIP-848) by state",
                                      labels=["state"])
         consumer_counts = {str(s): 0 for s in ConsumerGroupState if s is not ConsumerGroupState.DEAD}
-        for group in list(self.core.ctx.consumer_groups.values()):
+        for group in list(self.core.consumer_groups.values()):
             consumer_counts[str(group.state)] = consumer_counts.get(str(group.state), 0) + 1
             members += group.size
         for state, n in consumer_counts.items():

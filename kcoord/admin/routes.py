@@ -32,7 +32,7 @@ def _member(group, m) -> dict:
 
 
 def group_json(core, group) -> dict:
-    offsets = core.offsets.all(group.group_id)
+    offsets = core.committed(group.group_id)
     return {"group_id": group.group_id, "state": str(group.state), "generation": group.generation,
             "protocol_type": group.protocol_type, "protocol": group.protocol_name, "leader": group.leader_id,
             "members": [_member(group, m) for m in group.members.values()],
@@ -43,7 +43,7 @@ def group_json(core, group) -> dict:
 def install(app) -> None:
     """Add the routes to `app.http` (a Kcoord with the admin endpoint on)."""
     http = app.http
-    core = app.coordinator.core
+    core = app.coordinator.runtime
 
     async def metrics(request):
         return HttpResponse(200, app.metrics.exposition(), "text/plain; version=0.0.4; charset=utf-8")
@@ -51,14 +51,14 @@ def install(app) -> None:
     async def groups(request):
         return HttpResponse.json([{"group_id": g.group_id, "state": str(g.state), "generation": g.generation,
                                    "members": g.size, "protocol_type": g.protocol_type, "type": g.group_type}
-                                  for g in core.list_groups()])
+                                  for g in core.all_groups()])
 
     async def group(request):
         consumer = core.consumer_group(request.params["id"])
         if consumer is not None:
             # A consumer group (KIP-848): its epochs and assignments as ConsumerGroupDescribe has them.
             d = core.consumer_group_describe(consumer.group_id)
-            offsets = core.offsets.all(consumer.group_id)
+            offsets = core.committed(consumer.group_id)
             return HttpResponse.json({
                 "group_id": d.group_id, "type": "consumer", "state": d.state, "group_epoch": d.group_epoch,
                 "assignment_epoch": d.assignment_epoch, "assignor": d.assignor_name, "members": d.members,

@@ -15,7 +15,7 @@ def _assignment(parts: list[dict]) -> dict:
 async def consumer_group_describe(ctx, req):
     groups = []
     for group_id in req.group_ids:
-        d = await ctx.broker.coordinator.consumer_group_describe(group_id)
+        d = ctx.broker.coordinator.for_group(group_id).consumer_group_describe(group_id)
         groups.append({
             "error_code": d.error, "error_message": d.message, "group_id": group_id, "group_state": d.state,
             "group_epoch": d.group_epoch, "assignment_epoch": d.assignment_epoch, "assignor_name": d.assignor_name,

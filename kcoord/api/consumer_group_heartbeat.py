@@ -20,7 +20,7 @@ async def consumer_group_heartbeat(ctx, req):
         if not all(may_describe(name) for name in set(names)):
             return {**_failed(ctx.api_version, req, ErrorCode.TOPIC_AUTHORIZATION_FAILED), "throttle_time_ms": 0}
     owned = req.get("topic_partitions")
-    result = await ctx.broker.coordinator.consumer_group_heartbeat(ConsumerHeartbeatRequest(
+    result = ctx.broker.coordinator.for_group(req.group_id).consumer_group_heartbeat(ConsumerHeartbeatRequest(
         req.group_id, req.member_id, req.member_epoch, instance_id=req.get("instance_id"),
         rack_id=req.get("rack_id"), rebalance_timeout_ms=req.get("rebalance_timeout_ms", -1),
         subscribed_topic_names=(None if req.get("subscribed_topic_names") is None

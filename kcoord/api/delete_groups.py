@@ -5,7 +5,7 @@ from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupBatch, GroupOperati
 async def delete_groups(ctx, req):
     results = []
     for group_id in req.groups_names:
-        error = await ctx.broker.coordinator.delete_group(group_id)
+        error = ctx.broker.coordinator.for_group(group_id).delete_group(group_id)
         results.append({"group_id": group_id, "error_code": error})
     return {"throttle_time_ms": 0, "results": results}
 

@@ -9,7 +9,7 @@ UNKNOWN_IS_ERROR_SINCE = 6
 async def describe_groups(ctx, req):
     groups = []
     for group_id in req.groups:
-        d = await ctx.broker.coordinator.describe_group(group_id)
+        d = ctx.broker.coordinator.for_group(group_id).describe_group(group_id)
         # Before v6 an unknown group is described as Dead without an error.
         error = (ErrorCode.NONE if d.error == ErrorCode.GROUP_ID_NOT_FOUND and ctx.api_version < UNKNOWN_IS_ERROR_SINCE
                  else d.error)

@@ -1,7 +1,9 @@
-"""FindCoordinator: this node coordinates every group.
+"""FindCoordinator: a group's coordinator is the leader of its __consumer_offsets partition.
 
-Transaction keys get this node too; transactions themselves are not served,
-so a transactional producer fails later with a clear UNSUPPORTED_VERSION.
+The partition is Kafka's `abs(groupId.hashCode()) % partitions` (kcoord.coordinator.runtime);
+without a leader the answer is COORDINATOR_NOT_AVAILABLE. The topic is created by the first
+lookup, as Kafka creates it. Transaction keys get this broker; transactions themselves are not
+served, so a transactional producer fails later with a clear error.
 """
 from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupBatch, GroupOperation
 from wire.errors import ErrorCode
@@ -14,13 +16,16 @@ _NO_NODE = {"node_id": -1, "host": "", "port": -1}
 def _answer(ctx, key_type, key):
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, _NO_NODE
-    # While a group's coordinator is "not available" (fault injection), so is finding it;
-    # NOT_COORDINATOR / LOAD_IN_PROGRESS still point clients here, as a real cluster would.
-    if key_type == GROUP and ctx.broker.coordinator.core.availability(key) == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+    node_id = ctx.broker.node_id
+    if key_type == GROUP:
+        # While a group's coordinator is "not available" (a fault rule), so is finding it;
+        # NOT_COORDINATOR / LOAD_IN_PROGRESS still point clients at the leader, as a real cluster would.
+        code, node_id = ctx.broker.coordinator.find(key)
+        if code != ErrorCode.NONE:
+            return code, _NO_NODE
+    node = ctx.broker.describe(node_id)
+    if node is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, _NO_NODE
-    if key_type == GROUP and ctx.broker.offsets_topic is not None:
-        ctx.broker.offsets_topic.ensure()  # as Kafka creates __consumer_offsets on the first lookup
-    node = ctx.broker.node()
     return ErrorCode.NONE, {"node_id": node["node_id"], "host": node["host"], "port": node["port"]}
 
 
@@ -58,7 +63,7 @@ def _failed(version, body, code):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator,
-    "this node for GROUP and TRANSACTION keys",
+    "a group's: the leader of its __consumer_offsets partition; a transactional id's: the broker asked",
     version_notes={1: "key types (group or transaction)", BATCHED_SINCE: "several keys per request (KIP-699)"},
     groups=_groups,
     group_acl=GroupAcl(GroupOperation.DESCRIBE, denied_message="Not authorized to access group"),

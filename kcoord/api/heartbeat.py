@@ -8,8 +8,9 @@ from kcoord.coordinator import HeartbeatRequest
 
 async def heartbeat(ctx, req):
     # Items, not attributes: a Message's attribute access is a Python call (the hot path).
-    error = await ctx.broker.coordinator.heartbeat(HeartbeatRequest(
-        req["group_id"], req["member_id"], req["generation_id"], req.get("group_instance_id")))
+    group_id = req["group_id"]
+    error = ctx.broker.coordinator.for_group(group_id).heartbeat(HeartbeatRequest(
+        group_id, req["member_id"], req["generation_id"], req.get("group_instance_id")))
     return {"throttle_time_ms": 0, "error_code": error}
 
 

@@ -3,7 +3,7 @@
 Translation only: every rule lives in kcoord.coordinator.
 """
 from kcoord.api import CLASSIC_PROTOCOL, ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
-from kcoord.coordinator import JoinRequest
+from kcoord.coordinator import JoinRequest, parked
 
 
 async def join_group(ctx, req):
@@ -22,7 +22,8 @@ async def join_group(ctx, req):
         reason=req.get("reason"),
     )
     del req   # not kept while the member waits for its group (seconds, for every member at once)
-    result = await ctx.broker.coordinator.join_group(request)
+    coordinator = ctx.broker.coordinator.for_group(request.group_id)
+    result = await parked(lambda respond: coordinator.join_group(request, respond))
     return {
         "throttle_time_ms": 0,
         "error_code": result.error,

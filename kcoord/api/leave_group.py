@@ -12,7 +12,7 @@ async def leave_group(ctx, req):
         leaving = [LeaveMember(req.member_id, None, None)]
     else:
         leaving = [LeaveMember(m.member_id, m.group_instance_id, m.get("reason")) for m in req.members]
-    result = await ctx.broker.coordinator.leave_group(req.group_id, leaving)
+    result = ctx.broker.coordinator.for_group(req.group_id).leave_group(req.group_id, leaving)
     if ctx.api_version < 3:
         # One member per request: its error is the request's error.
         error = result.error or (result.members[0][2] if result.members else ErrorCode.NONE)

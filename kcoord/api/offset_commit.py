@@ -39,7 +39,7 @@ async def offset_commit(ctx, req):
         partitions += [OffsetCommitPartition(name, p["partition_index"], p["committed_offset"],
                                              p.get("committed_leader_epoch", -1), p["committed_metadata"])
                        for p in t["partitions"]]
-    result = await ctx.broker.coordinator.commit_offsets(OffsetCommitRequest(
+    result = ctx.broker.coordinator.for_group(req.group_id).commit_offsets(OffsetCommitRequest(
         group_id=req.group_id,
         member_id=req.member_id,
         generation_id=req.generation_id_or_member_epoch,

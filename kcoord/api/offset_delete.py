@@ -24,7 +24,7 @@ def _subscribed_topics(group) -> set[str]:
 async def offset_delete(ctx, req):
     may_read = topic_gate(ctx)
     wanted = [(t.name, p.partition_index) for t in req.topics for p in t.partitions if may_read(t.name)]
-    result = await ctx.broker.coordinator.delete_offsets(req.group_id, wanted, _subscribed_topics)
+    result = ctx.broker.coordinator.for_group(req.group_id).delete_offsets(req.group_id, wanted, _subscribed_topics)
     by_topic: dict[str, list] = {}
     for t in req.topics:
         if not may_read(t.name):  # as Kafka: Read on each topic, answered per partition

@@ -12,7 +12,7 @@ def _fetched(partition, offset=-1, leader_epoch=-1, metadata="", error=ErrorCode
             "metadata": metadata, "error_code": error}
 
 
-async def _fetch_group(ctx, group_id, topics, member_id=None, member_epoch=-1):
+def _fetch_group(ctx, group_id, topics, member_id=None, member_epoch=-1):
     wanted = None
     unknown_ids = []
     may_describe = topic_gate(ctx)
@@ -31,7 +31,7 @@ async def _fetch_group(ctx, group_id, topics, member_id=None, member_epoch=-1):
                     _fetched(p, error=ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes]})
             else:
                 wanted += [(name, p) for p in t.partition_indexes]
-    error, fetched = await ctx.broker.coordinator.fetch_offsets(group_id, wanted, member_id, member_epoch)
+    error, fetched = ctx.broker.coordinator.for_group(group_id).fetch_offsets(group_id, wanted, member_id, member_epoch)
     by_topic: dict[str, list] = {}
     for f in fetched:
         if not may_describe(f.topic):
@@ -46,12 +46,12 @@ async def _fetch_group(ctx, group_id, topics, member_id=None, member_epoch=-1):
 
 async def offset_fetch(ctx, req):
     if ctx.api_version < BATCHED_SINCE:
-        error, topics = await _fetch_group(ctx, req.group_id, req.topics)
+        error, topics = _fetch_group(ctx, req.group_id, req.topics)
         return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
     groups = []
     for g in req.groups:
         # v9+: a consumer group's member names itself and its epoch (KIP-848).
-        error, topics = await _fetch_group(ctx, g.group_id, g.topics, g.get("member_id"), g.get("member_epoch", -1))
+        error, topics = _fetch_group(ctx, g.group_id, g.topics, g.get("member_id"), g.get("member_epoch", -1))
         groups.append({"group_id": g.group_id, "topics": topics, "error_code": error})
     return {"throttle_time_ms": 0, "groups": groups}
 

@@ -3,7 +3,7 @@
 Translation only: every rule lives in kcoord.coordinator.
 """
 from kcoord.api import CLASSIC_PROTOCOL, ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
-from kcoord.coordinator import SyncRequest
+from kcoord.coordinator import SyncRequest, parked
 
 
 async def sync_group(ctx, req):
@@ -17,7 +17,8 @@ async def sync_group(ctx, req):
         assignments={a.member_id: a.assignment for a in req.assignments},
     )
     del req   # not kept while a follower waits for its leader's assignment
-    result = await ctx.broker.coordinator.sync_group(request)
+    coordinator = ctx.broker.coordinator.for_group(request.group_id)
+    result = await parked(lambda respond: coordinator.sync_group(request, respond))
     return {"throttle_time_ms": 0, "error_code": result.error, "protocol_type": result.protocol_type,
             "protocol_name": result.protocol_name, "assignment": result.assignment}
 

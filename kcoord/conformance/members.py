@@ -158,7 +158,7 @@ class Member:
 
 def assignments(app, group_id: str) -> dict[str, list[int]]:
     """Member id -> partitions, as the coordinator stores what the leader assigned."""
-    group = app.coordinator.core.group(group_id)
+    group = app.coordinator.runtime.group(group_id)
     out = {}
     for member_id, member in group.members.items():
         data = member.assignment

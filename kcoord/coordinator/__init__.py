@@ -1,7 +1,7 @@
-"""The classic group coordinator: pure logic (`coordinator` in front of `membership`,
-`offset_manager` and `group_admin`, sharing a `context`), time (`clock`), the state table
-(`state`), requests and results, the records it writes (`records`), events (`events`), and
-its asyncio face (`service`)."""
+"""The group coordinator: pure logic (`coordinator` in front of `membership`, `consumer_protocol`,
+`offset_manager` and `group_admin`, sharing a `context`), one per __consumer_offsets partition
+on the broker leading it (`runtime`), time (`clock`), the state table (`state`), requests and
+results, the records it writes (`records`), events (`events`), and its asyncio face (`service`)."""
 from kcoord.coordinator.clock import AsyncioTimer, ManualTimer, Timer
 from kcoord.coordinator.config import CoordinatorConfig, offsets_partition_for
 from kcoord.coordinator.coordinator import GroupCoordinator
@@ -12,14 +12,16 @@ from kcoord.coordinator.requests import (
 from kcoord.coordinator.results import (
     FetchedOffset, JoinResult, LeaveResult, OffsetCommitResult, OffsetDeleteResult, SyncResult,
 )
-from kcoord.coordinator.service import CoordinatorService
+from kcoord.coordinator.runtime import CoordinatorRuntime
+from kcoord.coordinator.service import BrokerCoordinator, CoordinatorService, parked
 from kcoord.coordinator.state import GroupState
 
 __all__ = [
     "AsyncioTimer", "ManualTimer", "Timer", "CoordinatorConfig", "offsets_partition_for", "FetchedOffset",
     "GroupCoordinator", "JoinResult", "LeaveMember", "LeaveResult", "OffsetCommitPartition",
     "OffsetCommitResult", "OffsetDeleteResult", "SyncResult", "EventBus", "EventKind", "GroupEvent",
-    "KafkaWordedLog", "RebalanceCause", "CoordinatorService", "GroupState", "build_coordinator",
+    "KafkaWordedLog", "RebalanceCause", "CoordinatorService", "BrokerCoordinator", "CoordinatorRuntime", "parked",
+    "GroupState", "build_coordinator",
     "HeartbeatRequest", "JoinRequest", "OffsetCommitRequest", "SyncRequest",
 ]
 
@@ -43,5 +45,5 @@ def build_coordinator(server_config, topics, timer: Timer | None = None) -> Coor
                                consumer_migration_policy=sc.group_consumer_migration_policy)
     bus = EventBus()
     bus.subscribe(KafkaWordedLog())
-    core = GroupCoordinator(timer or AsyncioTimer(), config, topics, bus)
-    return CoordinatorService(core)
+    return CoordinatorService(CoordinatorRuntime(timer or AsyncioTimer(), config, topics, bus,
+                                                 load_ms=sc.coordinator_load_ms))

@@ -202,3 +202,43 @@ class ManualTimer(Timer):
             self._now = max(self._now, deadline)
             entry[2]()
         self._now = target
+
+
+class ScopedTimer(Timer):
+    """The timers of one coordinator partition, on a timer shared with the others: keys get the
+    partition's prefix, and the partition's live keys are known, so unloading it cancels them
+    all (a session timer of a group now coordinated elsewhere must not fire here)."""
+
+    def __init__(self, base: Timer, prefix: str):
+        self.base = base
+        self.prefix = prefix
+        self._keys: set[str] = set()
+
+    def now_ms(self) -> int:
+        return self.base.now_ms()
+
+    def schedule(self, key, delay_ms, callback):
+        scoped = self.prefix + key
+        keys = self._keys
+        keys.add(scoped)
+
+        def fire():
+            keys.discard(scoped)
+            callback()
+        self.base.schedule(scoped, delay_ms, fire)
+
+    def postpone(self, key, delay_ms):
+        return self.base.postpone(self.prefix + key, delay_ms)
+
+    def cancel(self, key):
+        scoped = self.prefix + key
+        self._keys.discard(scoped)
+        self.base.cancel(scoped)
+
+    def is_scheduled(self, key):
+        return self.base.is_scheduled(self.prefix + key)
+
+    def cancel_all(self) -> None:
+        for scoped in self._keys:
+            self.base.cancel(scoped)
+        self._keys.clear()

@@ -753,6 +753,11 @@ class ConsumerProtocol:
         """A group read back after a restart: members keep epochs and assignments, and get a fresh
         session, so members that keep heartbeating carry on; the others are fenced in time."""
         group = restore(value)
+        if "subscribed_topics" not in value:
+            # Read back from Kafka's records, which do not carry them: worked out again, as Kafka
+            # works out its subscription metadata when the group is loaded.
+            group.subscribed_topics = self._subscribed_topics(group, self._topics())
+            group.assignor_name = self._assignor_name(group)
         self.groups[group.group_id] = group
         for member_id, member in group.members.items():
             self._schedule_session(group, member_id, member.classic.session_timeout_ms if member.classic else None)

@@ -10,36 +10,40 @@ injected `Timer`, so every transition can be driven by a test.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 from kcoord.coordinator.assignors import ServerAssignor
 from kcoord.coordinator.assignors import assignors as builtin_assignors
 from kcoord.coordinator.clock import Timer
 from kcoord.coordinator.consumer_group import ConsumerGroup
-from kcoord.coordinator.consumer_protocol import ConsumerProtocol, snapshot
+from kcoord.coordinator.consumer_protocol import ConsumerProtocol
 from kcoord.coordinator.config import CoordinatorConfig
 from kcoord.coordinator.context import CoordinatorContext, TopicCatalog
-from kcoord.coordinator.events import EventBus
+from kcoord.coordinator.events import EventBus, EventKind
 from kcoord.coordinator.group import Group
 from kcoord.coordinator.group_admin import GroupAdmin
 from kcoord.coordinator.membership import ClassicMembership
 from kcoord.coordinator.migration import Migration
 from kcoord.coordinator.offset_manager import OffsetManager
-from kcoord.coordinator.offsets import CommittedOffset
-from kcoord.coordinator.records import RecordSink, group_metadata
+from kcoord.coordinator.offsets import CommittedOffset, OffsetStore
+from kcoord.coordinator.records import RecordSink
 from kcoord.coordinator.requests import ConsumerHeartbeatRequest, HeartbeatRequest, JoinRequest, LeaveMember, OffsetCommitRequest, SyncRequest
 from kcoord.coordinator.results import (
     ConsumerGroupDescription, ConsumerHeartbeatResult, FetchedOffset, GroupDescription, JoinResult, LeaveResult, OffsetCommitResult, OffsetDeleteResult, SyncResult,
 )
-from kcoord.coordinator.state import GroupState
 from wire.errors import ErrorCode
 
 
 class GroupCoordinator:
     def __init__(self, timer: Timer, config: CoordinatorConfig | None = None,
                  topics: TopicCatalog | None = None, bus: EventBus | None = None,
-                 assignors: Callable[[], dict[str, ServerAssignor]] | None = None):
+                 assignors: Callable[[], dict[str, ServerAssignor]] | None = None,
+                 unavailable: dict | None = None, retention: bool = True):
         self.ctx = CoordinatorContext(timer, config or CoordinatorConfig(), topics, bus or EventBus())
+        if unavailable is not None:
+            # Shared with the other partitions' coordinators: a fault rule's switch, or a failed
+            # write, holds for every group (runtime.py).
+            self.ctx.unavailable = unavailable
         self.membership = ClassicMembership(self.ctx)
         # The consumer group protocol (KIP-848); `assignors`: the server assignors by name.
         self.consumer = ConsumerProtocol(self.ctx, assignors or builtin_assignors)
@@ -48,7 +52,8 @@ class GroupCoordinator:
         self.membership.migration = self.consumer.migration = self.migration
         self.offset_manager = OffsetManager(self.ctx, self.membership, self.consumer)
         self.admin = GroupAdmin(self.ctx, self.consumer)
-        self.offset_manager.schedule_retention()
+        if retention:  # a coordinator that only refuses requests (runtime.py) has no offsets to expire
+            self.offset_manager.schedule_retention()
 
     # ---------------------------------------------------------- shared state
     timer = property(lambda self: self.ctx.timer)
@@ -132,26 +137,56 @@ class GroupCoordinator:
     def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
         return self.consumer.describe(group_id)
 
-    def persisted_consumer_group(self, group_id: str) -> dict | None:
-        group = self.ctx.consumer_groups.get(group_id)
-        return None if group is None else snapshot(group)
-
     def load_consumer_group(self, value: dict) -> ConsumerGroup:
         return self.ctx.operation(lambda: self.consumer.load(value))
 
     # -------------------------------------------------------- durable state
-    def persisted_group(self, group_id: str) -> dict | None:
-        """What a restarted coordinator needs to rebuild a group (its metadata record's value)."""
-        group = self.ctx.groups.get(group_id)
-        if group is None or group.is_in(GroupState.DEAD):
-            return None
-        return group_metadata(group).value
-
     def load_group(self, record: dict) -> Group:
         return self.ctx.operation(lambda: self.membership.load_group(record))
 
     def load_offset(self, group_id: str, topic: str, partition: int, value: CommittedOffset) -> None:
         self.offset_manager.load_offset(group_id, topic, partition, value)
+
+    # ------------------------------------------------- loading and unloading
+    def load(self, classic: Iterable[dict], consumer: Iterable[dict],
+             offsets: Iterable[tuple[str, str, int, CommittedOffset]], **details) -> None:
+        """Rebuild the groups and offsets a __consumer_offsets partition holds, as Kafka's loader
+        replays it: each member gets a fresh session (onLoaded), so members that keep heartbeating
+        through a coordinator move carry on without a rebalance."""
+        for record in classic:
+            self.load_group(record)
+        for value in consumer:
+            self.load_consumer_group(value)
+        for group_id, topic, partition, value in offsets:
+            self.load_offset(group_id, topic, partition, value)
+        for group in [*self.ctx.groups.values(), *self.ctx.consumer_groups.values()]:
+            self.ctx.emit(EventKind.LOADED, group, **details)
+
+    def unload(self, **details) -> None:
+        """This coordinator's partition is led elsewhere now (Kafka's onUnloaded): a parked
+        JoinGroup or SyncGroup is answered NOT_COORDINATOR (the member finds the new coordinator
+        and asks again), every timer is cancelled, and the groups are forgotten here."""
+        ctx = self.ctx
+        for group in ctx.groups.values():
+            for member in group.members.values():
+                if member.join_callback is not None:
+                    respond, member.join_callback = member.join_callback, None
+                    respond(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+                if member.sync_callback is not None:
+                    respond, member.sync_callback = member.sync_callback, None
+                    respond(SyncResult(ErrorCode.NOT_COORDINATOR))
+        for group in [*ctx.groups.values(), *ctx.consumer_groups.values()]:
+            ctx.emit(EventKind.UNLOADED, group, **details)
+        cancel_all = getattr(ctx.timer, "cancel_all", None)
+        if cancel_all is not None:
+            cancel_all()
+        ctx.groups.clear()
+        ctx.consumer_groups.clear()
+        ctx.offsets = OffsetStore()
+        # Whoever still holds this coordinator (a request that started before the move) is told
+        # to look for the new one, and nothing it does is written.
+        ctx.unavailable = {None: ErrorCode.NOT_COORDINATOR}
+        ctx.record_sink = None
 
     # ---------------------------------------------------------- fault hooks
     def expire_member_now(self, group_id: str, member_id: str) -> bool:

@@ -36,6 +36,11 @@ class EventKind(enum.StrEnum):
     PARTITIONS_REVOKING = "partitions_revoking"
     # Online migration: the group changed kind with members in it; details.to is its new type.
     GROUP_CONVERTED = "group_converted"
+    # The group's coordinator moved (kcoord.coordinator.runtime): it was loaded from its
+    # __consumer_offsets partition by a broker that now leads it, or unloaded by one that no
+    # longer does; details say which partition, broker and leader epoch.
+    LOADED = "coordinator_loaded"
+    UNLOADED = "coordinator_unloaded"
 
 
 class RebalanceCause(enum.StrEnum):

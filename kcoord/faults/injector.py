@@ -245,7 +245,7 @@ class FaultInjector:
     def _switch(self, rule: FaultRule, on: bool) -> None:
         if self.coordinator is None:
             raise FaultRuleError("no coordinator to make unavailable")
-        core = self.coordinator.core
+        core = self.coordinator.runtime
         if on:
             core.set_unavailable(rule.error, rule.group)
             if rule.seconds is not None:
@@ -260,10 +260,10 @@ class FaultInjector:
 
     # ------------------------------------------------------------ actions at once
     async def expire_member(self, group_id: str, member_id: str) -> bool:
-        return self.coordinator.core.expire_member_now(group_id, member_id)
+        return self.coordinator.runtime.expire_member_now(group_id, member_id)
 
     async def force_rebalance(self, group_id: str) -> bool:
-        return self.coordinator.core.force_rebalance(group_id, "forced by fault rule")
+        return self.coordinator.runtime.force_rebalance(group_id, "forced by fault rule")
 
     # ------------------------------------------------------------ the server hook
     def note(self, req) -> str | None:

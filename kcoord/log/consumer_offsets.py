@@ -49,8 +49,8 @@ GroupMetadataMessageFormatter print (`{"key": {"type", "data"}, "value": {"versi
 bytes in base64, topic ids as Kafka prints them), so their output and this decoder's can be
 compared as they are.
 
-`OffsetsTopic` is the coordinator's record sink in front of durable state: the batches and
-the durable state's own records of one operation go to disk in one write, and only then does
+`OffsetsTopic` is the coordinator's record sink in front of durable state: the batches of one
+operation go to disk in one write, and only then does
 the partition hold them, so a client fetches exactly what was acknowledged.
 """
 from __future__ import annotations
@@ -455,7 +455,7 @@ def kafka_record(record: Record, topic_id: uuid.UUID | None = None) -> tuple[str
 
 class OffsetsTopic:
     """The coordinator's record sink: each operation's records as one batch per
-    `__consumer_offsets` partition, written (with durable state's own records, when there is
+    `__consumer_offsets` partition, written (to durable state, when there is
     a data dir) before any partition holds them. The topic is created the first time a group
     needs it, as Kafka creates it on the first FindCoordinator."""
 
@@ -476,11 +476,20 @@ class OffsetsTopic:
         self._consumer_groups: dict[str, dict] = {}
 
     def ensure(self):
-        """The topic, created with Kafka's partition count and configs if it does not exist."""
+        """The topic, created with Kafka's partition count and configs if it does not exist (the
+        store's settings for it, where it has them: its replication factor too)."""
         topic = self.topics.get(TOPIC)
         if topic is None:
-            topic = self.topics.create(TOPIC, self.partitions, dict(TOPIC_CONFIGS))
+            if TOPIC in getattr(self.topics, "internal", {}):
+                topic = self.topics.create(TOPIC)
+            else:
+                topic = self.topics.create(TOPIC, self.partitions, dict(TOPIC_CONFIGS))
         return topic
+
+    def remember_consumer_group(self, group_id: str, value: dict) -> None:
+        """A consumer group as a partition's records hold it (loaded by a coordinator): the
+        tombstones of its next snapshot are worked out against it."""
+        self._consumer_groups[group_id] = value
 
     def partition_for(self, group_id: str, topic) -> int:
         if self._count is None or self._count[0] != topic.topic_id:
@@ -530,7 +539,7 @@ class OffsetsTopic:
             partition = topic.partitions[index]
             batches.append((index, R.build_plain_batch(entries, partition.high_watermark, now, partition.leader_epoch)))
         if self.durable is not None:
-            self.durable.append(records, [(TOPIC, index, data) for index, data in batches])
+            self.durable.append_batches([(TOPIC, index, data) for index, data in batches])
         for group_id, value in written.items():
             if value is None:
                 self._consumer_groups.pop(group_id, None)

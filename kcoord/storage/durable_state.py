@@ -1,31 +1,29 @@
-"""kcoord's state on disk: committed offsets, group metadata, topics and their records.
+"""kcoord's state on disk: topics, their records, and who leads them.
 
-Like Kafka's `__consumer_offsets`, it is a log of keyed records where the last
-record for a key wins and a tombstone deletes it; compaction rewrites the log
-as one record per live key. It is the coordinator's record sink: each operation
-of the coordinator hands over its records (kcoord.coordinator.records) before any
-of its answers is released, and the topic store's observer writes before a
-partition takes a batch, so anything a client was told succeeded is on disk (in
-the OS at least; see `record_log` for the fsync policies).
+Like Kafka's `__consumer_offsets`, it is a log of keyed records where the last record for a key
+wins and a tombstone deletes it; compaction rewrites the log as one record per live key. Groups
+and committed offsets have no records of their own here: they live in the `__consumer_offsets`
+partitions, in Kafka's record format, whose batches this log keeps like any other topic's, and
+a coordinator partition reloads its groups by replaying its own partition (kcoord.log.offsets_loader),
+as Kafka's coordinator does. The coordinator's sink (kcoord.log.consumer_offsets.OffsetsTopic)
+hands over each operation's batches before any of its answers is released, and the topic store's
+observer writes before a partition takes a batch, so anything a client was told succeeded is on
+disk (in the OS at least; see `record_log` for the fsync policies).
 
-A failed write is never acknowledged, whatever failed (the disk, or a bug while
-encoding). A record batch is written before the partition takes it, so the
-producer gets KAFKA_STORAGE_ERROR and may retry. A failed write of group or
-offset records makes the coordinator refuse that operation and answer
-COORDINATOR_NOT_AVAILABLE for every group from then on (/healthz answers 503),
-until a restart reloads what the disk holds. Kafka takes a broker's failed log
-directory offline in the same spirit.
+A failed write is never acknowledged, whatever failed (the disk, or a bug while encoding). A
+record batch is written before the partition takes it, so the producer gets KAFKA_STORAGE_ERROR
+and may retry. A failed write of the coordinator's batches makes the coordinator refuse that
+operation and answer COORDINATOR_NOT_AVAILABLE for every group from then on (/healthz answers
+503), until a restart reloads what the disk holds. Kafka takes a broker's failed log directory
+offline in the same spirit.
 
-Record payloads: one type byte, then JSON (metadata) or a binary batch.
-  G group metadata (the coordinator's `GroupMetadataRecord`)  g group tombstone
-  C consumer group (`ConsumerGroupRecord`, KIP-848)          c consumer group tombstone
-    (a group id names one group: a G supersedes an earlier C of its id, and a C an earlier G,
-    which is how an empty group changes protocol without losing its offsets)
-  O committed offset                                        o offset tombstone
-    (written only when no __consumer_offsets batch carries the offset: see `offsets_in_batches`)
-  T topic                                                   t topic tombstone
+Record payloads: one type byte, then JSON or a binary batch.
+  T topic (name, id, partitions, configs, each partition's replicas)   t topic tombstone
   S a partition's log start offset (DeleteRecords)
+  L a partition's leader, leader epoch, ISR and epoch history (kcoord.cluster)
   B record batch: u16 name length, name, i32 partition, batch bytes (offsets assigned)
+Data dirs of earlier versions also hold G/g, C/c and O/o records (groups and offsets, which
+their __consumer_offsets batches hold as well): they are skipped.
 """
 from __future__ import annotations
 
@@ -38,12 +36,7 @@ import struct
 import uuid
 from pathlib import Path
 
-from kcoord.coordinator.offsets import CommittedOffset
-from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record
-from kcoord.log.consumer_offsets import GROUP_METADATA_KEY, decode_key_if_classic, decode_value
-from kcoord.log.consumer_offsets import TOPIC as OFFSETS_TOPIC
 from kcoord.storage.record_log import RecordLog
-from wire import records as R
 
 log = logging.getLogger("kcoord.storage")
 
@@ -54,35 +47,12 @@ COMPACT_MIN_BYTES = 16 * 1024 * 1024
 _BATCH = struct.Struct(">H")
 
 
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.b64decode(text)
-
-
 # One encoder for every record: json.dumps with `separators` builds a new one per call.
 _ENCODE_JSON = json.JSONEncoder(separators=(",", ":")).encode
 
 
-_json_str = json.encoder.encode_basestring_ascii
-
-
 def _json(kind: bytes, value) -> bytes:
     return kind + _ENCODE_JSON(value).encode()
-
-
-def encode_group(record: dict) -> dict:
-    members = [{**m, "protocols": [[name, _b64(meta)] for name, meta in m["protocols"]],
-                "assignment": _b64(m["assignment"])} for m in record["members"]]
-    return {**record, "members": members}
-
-
-def decode_group(value: dict) -> dict:
-    members = [{**m, "protocols": [(name, _unb64(meta)) for name, meta in m["protocols"]],
-                "assignment": _unb64(m["assignment"])} for m in value["members"]]
-    return {**value, "members": members}
 
 
 def _batch_payload(topic: str, partition: int, data: bytes) -> bytes:
@@ -102,36 +72,65 @@ def _leadership_payload(topic: str, partition) -> bytes:
                         "isr": partition.isr, "epochs": partition.epochs})
 
 
+class _Legacy:
+    """Groups and offsets as data dirs of earlier versions kept them beside their __consumer_offsets
+    batches (G/g classic groups, C/c consumer groups, O/o offsets). Where the topic holds no
+    record at all for a key (the oldest dirs wrote offsets only as O records), the key's last
+    value here becomes a record for the topic; otherwise the topic's records, written later, win."""
+
+    def __init__(self):
+        self.groups: dict[str, dict] = {}
+        self.consumer_groups: dict[str, dict] = {}
+        self.offsets: dict[tuple[str, str, int], dict] = {}
+
+    def replay(self, kind: bytes, value: dict) -> None:
+        if kind == b"G":
+            self.groups[value["group_id"]] = value
+            self.consumer_groups.pop(value["group_id"], None)
+        elif kind == b"g":
+            self.groups.pop(value["group_id"], None)
+            for key in [k for k in self.offsets if k[0] == value["group_id"]]:
+                del self.offsets[key]
+        elif kind == b"C":
+            self.consumer_groups[value["group_id"]] = value
+            self.groups.pop(value["group_id"], None)
+        elif kind == b"c":
+            self.consumer_groups.pop(value["group_id"], None)
+        elif kind == b"O":
+            self.offsets[(value["g"], value["t"], value["p"])] = value
+        elif kind == b"o":
+            self.offsets.pop((value["g"], value["t"], value["p"]), None)
+
+    def records_missing_from(self, topic) -> list:
+        if not (self.groups or self.consumer_groups or self.offsets):
+            return []
+        from kcoord.coordinator.offsets import CommittedOffset
+        from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord
+        from kcoord.log.offsets_loader import keys_of
+
+        groups, offsets = keys_of(topic) if topic is not None else (set(), set())
+        out: list = []
+        for group_id, value in self.groups.items():
+            if group_id not in groups:
+                members = [{**m, "protocols": [(n, base64.b64decode(meta)) for n, meta in m["protocols"]],
+                            "assignment": base64.b64decode(m["assignment"])} for m in value["members"]]
+                out.append(GroupMetadataRecord(group_id, {**value, "members": members}))
+        out += [ConsumerGroupRecord(g, v) for g, v in self.consumer_groups.items() if g not in groups]
+        out += [OffsetCommitRecord(g, t, p, CommittedOffset(o["o"], o["e"], o["m"], o["c"], o["x"]))
+                for (g, t, p), o in self.offsets.items() if (g, t, p) not in offsets]
+        if out:
+            log.info("an earlier version's data dir: %d group and offset records go to __consumer_offsets", len(out))
+        return out
+
+
 class StorageFailed(RuntimeError):
     """An earlier write failed: nothing more is recorded until a restart."""
 
 
-def _payload(record: Record) -> bytes:
-    if isinstance(record, GroupMetadataRecord):
-        if record.value is None:
-            return _json(b"g", {"group_id": record.group_id})
-        return _json(b"G", encode_group(record.value))
-    if isinstance(record, ConsumerGroupRecord):
-        if record.value is None:
-            return _json(b"c", {"group_id": record.group_id})
-        return _json(b"C", record.value)
-    if isinstance(record, OffsetCommitRecord):
-        v = record.value
-        if v is None:
-            return _json(b"o", {"g": record.group_id, "t": record.topic, "p": record.partition})
-        # The commonest record, spelled out: the bytes _json makes of the same dict, at a
-        # fraction of the cost of encoding a dict per committed partition.
-        return (f'O{{"g":{_json_str(record.group_id)},"t":{_json_str(record.topic)},"p":{int(record.partition)},'
-                f'"o":{int(v.offset)},"e":{int(v.leader_epoch)},"m":{_json_str(v.metadata)},"c":{int(v.commit_ms)},'
-                f'"x":{"null" if v.expire_ms is None else int(v.expire_ms)}}}').encode()
-    raise TypeError(f"no encoding for a {type(record).__name__}")
-
-
 class DurableState:
-    def __init__(self, data_dir: str | Path, coordinator_core, topics, fsync: str = "interval",
+    def __init__(self, data_dir: str | Path, topics, fsync: str = "interval",
                  fsync_interval_ms: int = 100, compact_min_bytes: int = COMPACT_MIN_BYTES):
         self.dir = Path(data_dir)
-        self.core = coordinator_core
         self.topics = topics
         self.log = RecordLog(self.dir / LOG_FILE, fsync)
         self.fsync_interval_ms = fsync_interval_ms
@@ -140,29 +139,25 @@ class DurableState:
         self._sync_task: asyncio.Task | None = None
         self._compacting: asyncio.Task | None = None   # a compaction writing its file in a thread
         self._started = False   # on a running loop (start() was awaited)
-        self.loaded = {"groups": 0, "offsets": 0, "topics": 0, "batches": 0}
+        self.loaded = {"topics": 0, "batches": 0}
+        # What an earlier version kept only as G, C or O records: the app writes these to
+        # __consumer_offsets before the coordinators load it (see _Legacy).
+        self.legacy_records: list = []
         # Called before the log is rewritten: compacts __consumer_offsets' partitions, whose
         # batches the snapshot then writes.
         self.on_compact = None
-        # Why group state may no longer be written, once a write of it failed (see above).
+        # Why the coordinator's records may no longer be written, once a write of them failed.
         self.failure: str | None = None
-        # Whether every offset record reaches append() together with the __consumer_offsets
-        # batch that holds it in Kafka's form (kcoord.log.consumer_offsets is the record sink):
-        # then that batch alone is written, the log keeps each offset once, and a restart reads
-        # the offsets back from the topic, as Kafka's coordinator loads them. O records of an
-        # older data dir are still read; the topic's records, written after them, win.
-        self.offsets_in_batches = False
 
     # ---- start-up ------------------------------------------------------
     def load(self) -> None:
-        """Rebuild topics, records, groups and offsets from the log, then start recording."""
-        groups: dict[str, dict] = {}
-        consumer_groups: dict[str, dict] = {}
-        offsets: dict[tuple[str, str, int], dict] = {}
+        """Rebuild topics, their records and their leaders from the log, then start recording.
+        The groups come back afterwards, as each coordinator partition loads its own records."""
         topics: dict[str, dict] = {}
         batches: dict[tuple[str, int], list[bytes]] = {}
         starts: dict[tuple[str, int], int] = {}
         leadership: dict[tuple[str, int], dict] = {}
+        legacy = _Legacy()
         for payload in self.log.replay():
             kind, body = payload[:1], payload[1:]
             if kind == b"B":
@@ -172,32 +167,15 @@ class DurableState:
                 batches.setdefault((name, partition), []).append(body[6 + n:])
                 continue
             value = json.loads(body)
-            if kind == b"G":
-                groups[value["group_id"]] = value
-                consumer_groups.pop(value["group_id"], None)
-            elif kind == b"C":
-                consumer_groups[value["group_id"]] = value
-                groups.pop(value["group_id"], None)
-            elif kind == b"c":
-                consumer_groups.pop(value["group_id"], None)
-            elif kind == b"g":
-                groups.pop(value["group_id"], None)
-                for key in [k for k in offsets if k[0] == value["group_id"]]:
-                    del offsets[key]
-            elif kind == b"O":
-                offsets[(value["g"], value["t"], value["p"])] = value
-            elif kind == b"o":
-                offsets.pop((value["g"], value["t"], value["p"]), None)
+            if kind in b"GgCcOo":
+                legacy.replay(kind, value)
             elif kind == b"T":
                 topics[value["name"]] = value
             elif kind == b"t":
                 topics.pop(value["name"], None)
-                for key in [k for k in batches if k[0] == value["name"]]:
-                    del batches[key]
-                for key in [k for k in starts if k[0] == value["name"]]:
-                    del starts[key]
-                for key in [k for k in leadership if k[0] == value["name"]]:
-                    del leadership[key]
+                for held in (batches, starts, leadership):
+                    for key in [k for k in held if k[0] == value["name"]]:
+                        del held[key]
             elif kind == b"S":
                 starts[(value["t"], value["p"])] = value["s"]
             elif kind == b"L":
@@ -210,63 +188,25 @@ class DurableState:
             replicas = t.get("replicas")
             if not replicas or any(b not in registered for rs in replicas for b in rs):
                 # Written by a kcoord with other brokers (or before replicas were kept): placed anew.
-                replicas, leadership_kept = None, False
-            else:
-                leadership_kept = True
+                replicas = None
             topic = self.topics.create(t["name"], t["partitions"], t["configs"], uuid.UUID(t["id"]),
                                        assignment=dict(enumerate(replicas)) if replicas else None)
             for partition in topic.partitions:
                 held = leadership.get((topic.name, partition.index))
-                if held is not None and leadership_kept:
+                if held is not None and replicas:
                     partition.restore_leadership(held["l"], held["e"], held["isr"], held["epochs"])
                 for data in batches.get((topic.name, partition.index), ()):
                     partition.restore(data)
                     self.loaded["batches"] += 1
                 partition.restore_log_start(starts.get((topic.name, partition.index), 0))
-        self._offsets_from_topic(offsets)
-        for g in groups.values():
-            self.core.load_group(decode_group(g))
-        for g in consumer_groups.values():
-            self.core.load_consumer_group(g)
-        for o in offsets.values():
-            self.core.load_offset(o["g"], o["t"], o["p"], CommittedOffset(o["o"], o["e"], o["m"], o["c"], o["x"]))
-        self.loaded.update(groups=len(groups) + len(consumer_groups), offsets=len(offsets), topics=len(topics))
-        log.info("loaded %(topics)d topics (%(batches)d record batches), %(groups)d groups and "
-                 "%(offsets)d committed offsets from the data dir", self.loaded)
+        self.loaded["topics"] = len(topics)
+        self.legacy_records = legacy.records_missing_from(self.topics.get("__consumer_offsets"))
+        log.info("loaded %(topics)d topics (%(batches)d record batches) from the data dir", self.loaded)
         self.log.open()
         self._compacted_size = self.log.size
         self.topics.observer = self
         for topic in self.topics.topics.values():
             self._watch(topic)
-        self.core.record_sink = self
-
-    def _offsets_from_topic(self, offsets: dict[tuple[str, str, int], dict]) -> None:
-        """Apply the committed offsets __consumer_offsets holds, in log order, to `offsets`
-        (those of O records, keyed by group, topic and partition). A group's tombstone takes
-        its offsets along, as the coordinator replays it."""
-        topic = self.topics.get(OFFSETS_TOPIC)
-        for partition in topic.partitions if topic is not None else ():
-            for stored in partition.batches:
-                for record in R.decode_records(R.parse_batch(stored.data)):
-                    if record.offset < partition.log_start_offset:
-                        continue
-                    key = decode_key_if_classic(record.key)
-                    if key is None:
-                        continue  # a consumer group's (KIP-848) record: its C record restores it
-                    data = key["data"]
-                    if key["type"] == GROUP_METADATA_KEY:
-                        if record.value is None:
-                            for k in [k for k in offsets if k[0] == data["group"]]:
-                                del offsets[k]
-                        continue
-                    k = (data["group"], data["topic"], data["partition"])
-                    value = decode_value(key, record.value)
-                    if value is None:
-                        offsets.pop(k, None)
-                        continue
-                    v = value["data"]
-                    offsets[k] = {"g": k[0], "t": k[1], "p": k[2], "o": v["offset"], "e": v.get("leaderEpoch", -1),
-                                  "m": v["metadata"], "c": v["commitTimestamp"], "x": v.get("expireTimestamp")}
 
     async def start(self) -> None:
         self._started = True
@@ -294,18 +234,15 @@ class DurableState:
         self.log.close()
 
     # ---- recording -----------------------------------------------------
-    def append(self, records: list[Record], batches: list[tuple[str, int, bytes]] = ()) -> None:
-        """Write the coordinator's records of one operation, all in one write, together with
-        `batches` (topic, partition, batch bytes at their offsets: the same records as
-        `__consumer_offsets` holds them), which the caller puts into the partitions only after
-        this returns. Any failure is raised (the coordinator then acknowledges none of them)
-        and ends group recording."""
+    def append_batches(self, batches: list[tuple[str, int, bytes]]) -> None:
+        """Write the coordinator's batches of one operation (topic, partition, batch bytes at their
+        offsets), all in one write, which the caller puts into the partitions only after this
+        returns. Any failure is raised (the coordinator then acknowledges none of them) and ends
+        the coordinator's recording."""
         if self.failure is not None:
             raise StorageFailed(self.failure)
-        if self.offsets_in_batches:
-            records = [r for r in records if type(r) is not OffsetCommitRecord]
         try:
-            self.log.append(*(_payload(r) for r in records), *(_batch_payload(t, p, data) for t, p, data in batches))
+            self.log.append(*(_batch_payload(t, p, data) for t, p, data in batches))
         except Exception as err:
             self.failure = f"writing {self.log.path} failed: {type(err).__name__}: {err}"
             log.error("%s; the coordinator answers COORDINATOR_NOT_AVAILABLE until a restart "
@@ -400,27 +337,13 @@ class DurableState:
             yield _topic_payload(topic)
             name = topic.name.encode()
             for partition in topic.partitions:
-                if partition.leader_epoch > 0:
+                if partition.leader_epoch > 0 or partition.isr != partition.replicas:
                     yield _leadership_payload(topic.name, partition)
                 head = b"B" + _BATCH.pack(len(name)) + name + struct.pack(">i", partition.index)
                 for batch in partition.batches:
                     yield head + batch.data
                 if partition.log_start_offset > 0:
                     yield _json(b"S", {"t": topic.name, "p": partition.index, "s": partition.log_start_offset})
-        for group_id, group in list(self.core.groups.items()):
-            if group.protocol_type is not None:  # simple groups come back from their offsets
-                record = self.core.persisted_group(group_id)
-                if record is not None:
-                    yield _json(b"G", encode_group(record))
-        for group_id in list(self.core.ctx.consumer_groups):
-            value = self.core.persisted_consumer_group(group_id)
-            if value is not None:
-                yield _json(b"C", value)
-        if self.offsets_in_batches:
-            return  # the compacted __consumer_offsets batches above hold them
-        for group_id in self.core.offsets.groups():
-            for (topic, partition), v in self.core.offsets.all(group_id).items():
-                yield _payload(OffsetCommitRecord(group_id, topic, partition, v))
 
     def compact(self) -> None:
         if self.on_compact is not None:

@@ -58,7 +58,7 @@ class KcoordHandle:
 
     @property
     def coordinator(self):
-        """The CoordinatorService (its `.core` is the pure GroupCoordinator)."""
+        """The CoordinatorService (its `.runtime` holds every __consumer_offsets partition's GroupCoordinator)."""
         return self._thread.app.coordinator
 
     @property
@@ -69,8 +69,8 @@ class KcoordHandle:
 
     def committed(self, group: str) -> dict[tuple[str, int], int]:
         """(topic, partition) -> committed offset, read from the coordinator."""
-        core = self._thread.app.coordinator.core
-        return self._thread.call(lambda: _on_loop(lambda: {k: v.offset for k, v in core.offsets.all(group).items()}))
+        core = self._thread.app.coordinator.runtime
+        return self._thread.call(lambda: _on_loop(lambda: {k: v.offset for k, v in core.committed(group).items()}))
 
     def call(self, coro_factory, timeout: float | None = 30.0):
         return self._thread.call(coro_factory, timeout)
@@ -127,7 +127,7 @@ class KcoordHandle:
     # ---- manual clock ----
     @property
     def clock(self):
-        return self._thread.app.coordinator.core.timer
+        return self._thread.app.coordinator.runtime.timer
 
     def advance(self, ms: int) -> None:
         """Move the coordinator's manual clock by `ms` (start_server(manual_clock=True)); due timers fire."""

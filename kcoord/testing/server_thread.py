@@ -62,7 +62,7 @@ class ServerThread:
         last, since = None, time.monotonic()
         deadline = since + timeout
         while time.monotonic() < deadline:
-            group = self.app.coordinator.core.group(group_id)
+            group = self.app.coordinator.runtime.group(group_id)
             now = None if group is None else (str(group.state), group.generation)
             if now != last:
                 last, since = now, time.monotonic()

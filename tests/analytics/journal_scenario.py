@@ -33,13 +33,13 @@ def run(journal_path: str) -> list[dict]:
         server.call(lambda: server.app.coordinator.wait_for(GROUP, timeout=90, **kw), timeout=100)
 
     def generation() -> int:
-        return server.app.coordinator.core.group(GROUP).generation
+        return server.app.coordinator.runtime.group(GROUP).generation
 
     def start(name, **kw):
         members[name] = Member(CLIENT, server.bootstrap, TOPIC, GROUP, **kw)
 
     def step(name, cause, action, quiet=False, **until):
-        gen = generation() if GROUP in server.app.coordinator.core.groups else 0
+        gen = generation() if GROUP in server.app.coordinator.runtime.groups else 0
         # windows are contiguous, so a rebalance a client starts on its own between two steps
         # still falls into exactly one of them
         t0 = steps[-1]["done_ms"] if steps else _now_ms()
@@ -61,11 +61,11 @@ def run(journal_path: str) -> list[dict]:
              quiet=True, state="Stable", members=2)
 
         def static_restart():
-            old = server.app.coordinator.core.group(GROUP).static_members["static-1"]
+            old = server.app.coordinator.runtime.group(GROUP).static_members["static-1"]
             members.pop("s").kill()
             start("s", instance_id="static-1", session_ms=30000)
             deadline = time.monotonic() + 90
-            while server.app.coordinator.core.group(GROUP).static_members.get("static-1") == old:
+            while server.app.coordinator.runtime.group(GROUP).static_members.get("static-1") == old:
                 if time.monotonic() > deadline:
                     raise AssertionError("static member did not rejoin")
                 time.sleep(0.05)

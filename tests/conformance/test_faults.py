@@ -118,10 +118,10 @@ def test_manual_clock_expires_member_with_no_real_wait(kcoord_manual_clock_serve
     member = _raw(server, join)
     server.wait_for("clocked", state="Stable", members=1)
     server.advance(44_000)
-    assert server.app.coordinator.core.group("clocked").members, "expired before its session timeout"
+    assert server.app.coordinator.runtime.group("clocked").members, "expired before its session timeout"
     server.advance(1_001)
     server.wait_for("clocked", state="Empty", members=0)
-    assert member not in server.app.coordinator.core.group("clocked").members
+    assert member not in server.app.coordinator.runtime.group("clocked").members
     assert time.monotonic() - wall < 45, "the session timeout was waited for in real time"
 
 

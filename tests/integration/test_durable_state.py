@@ -105,7 +105,7 @@ def test_restart_keeps_offsets_topics_records_and_members(tmp_path):
         hb = raw.call(12, 3, {"group_id": "dynamic", "generation_id": dynamic.generation_id,
                               "member_id": dynamic.member_id, "group_instance_id": None})
         assert hb.error_code == 0
-        group = server.app.coordinator.core.group("dynamic")
+        group = server.app.coordinator.runtime.group("dynamic")
         assert (group.generation, str(group.state), list(group.members)) == (
             dynamic.generation_id, "Stable", [dynamic.member_id])
     finally:
@@ -134,8 +134,8 @@ def test_compaction_keeps_the_live_state_only(tmp_path):
 
 
 def _offsets(server) -> dict:
-    core = server.app.coordinator.core
-    return {g: core.offsets.all(g) for g in core.offsets.groups()}
+    core = server.app.coordinator.runtime
+    return {g: core.committed(g) for g in {g for c in core.active() for g in c.offsets.groups()}}
 
 
 def _payload_kinds(data_dir) -> set[bytes]:
@@ -343,7 +343,7 @@ def test_a_failure_of_any_kind_while_recording_is_never_acknowledged(tmp_path):
         answer = _commit(raw, "g", {("t", 0): 9}).topics[0].partitions[0].error_code
         assert answer == 15  # COORDINATOR_NOT_AVAILABLE, not NONE
         assert "ValueError" in server.app.storage.failure
-        assert server.app.coordinator.core.offsets.get("g", "t", 0).offset == 5  # nothing changed
+        assert server.app.coordinator.runtime.committed("g")[("t", 0)].offset == 5  # nothing changed
     finally:
         server.stop()
     server = start_server(data_dir=str(tmp_path))
@@ -548,14 +548,14 @@ def test_a_mixed_group_survives_restarts_before_and_after_the_downgrade(tmp_path
             assert heartbeat(conn, "mixed", member_id=modern_id, member_epoch=-1).error_code == 0
         # The last consumer-protocol member left: the group is classic again, rebalancing.
         assert list_groups(server.bootstrap)["mixed"]["type"] == "classic"
-        group = server.app.coordinator.core.group("mixed")
+        group = server.app.coordinator.runtime.group("mixed")
         assert list(group.members) == [classic.member_id] and str(group.state) == "PreparingRebalance"
     finally:
         server.stop()
     server = start_server(data_dir=str(tmp_path))
     try:
-        group = server.app.coordinator.core.group("mixed")
-        assert server.app.coordinator.core.consumer_group("mixed") is None
+        group = server.app.coordinator.runtime.group("mixed")
+        assert server.app.coordinator.runtime.consumer_group("mixed") is None
         assert list(group.members) == [classic.member_id] and group.protocol_type == "consumer"
     finally:
         server.stop()

@@ -60,7 +60,7 @@ def test_an_allowed_principal_consumes_and_another_is_refused(acl_server):
                     bob.poll(timeout_ms=200)
         finally:
             bob.close()
-        assert acl_server.app.coordinator.core.group("orders-1").members.__len__() == 1
+        assert acl_server.app.coordinator.runtime.group("orders-1").members.__len__() == 1
         # Listing shows bob the one group he may describe.
         admin = KafkaAdminClient(bootstrap_servers=acl_server.bootstrap, **_sasl("bob", "bob-secret"))
         try:

@@ -44,5 +44,5 @@ def test_a_million_unknown_group_ids_leave_nothing_behind(kcoord_server):
 
 async def _left_behind(service):
     current = asyncio.current_task()
-    return {"groups": len(service.core.groups), "waiters": len(service._waiters),
+    return {"groups": len(service.runtime.groups), "waiters": len(service._waiters),
             "tasks": len([t for t in asyncio.all_tasks() if t is not current and "group" in t.get_name()])}

@@ -29,7 +29,7 @@ def _wait(server, group, **kw):
 
 
 def _generation(server, group):
-    return server.app.coordinator.core.group(group).generation
+    return server.app.coordinator.runtime.group(group).generation
 
 
 def _check_cover(server, group, n):
@@ -109,7 +109,7 @@ def test_static_member_restart_does_not_rebalance(server, client):
         _wait(server, "static", state="Stable", members=2)
         gen = server.settle("static", quiet_s=2.0)  # a client's own rejoin is not counted
         before = assignments(server.app, "static")
-        core = server.app.coordinator.core
+        core = server.app.coordinator.runtime
         group = core.group("static")
         # Restart the follower: a restarted leader below JoinGroup v9 gets no member list and
         # most clients then rejoin to assign, which rebalances against Kafka too.

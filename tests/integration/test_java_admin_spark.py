@@ -92,7 +92,7 @@ def test_spark_deprecated_offset_fetching_drivers_rebalance(server):
         server.call(lambda: server.app.coordinator.wait_for("spark-driver", state="Stable", members=1, timeout=60),
                     timeout=70)
         assert sorted(p for ps in assignments(server.app, "spark-driver").values() for p in ps) == list(range(6))
-        group = server.app.coordinator.core.group("spark-driver")
+        group = server.app.coordinator.runtime.group("spark-driver")
         assert [m.rebalance_timeout_ms for m in group.members.values()] == [300000]
         assert [m.session_timeout_ms for m in group.members.values()] == [45000]
         second = Member("java", server.bootstrap, "spark-b", "spark-driver", **kw)

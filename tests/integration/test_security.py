@@ -143,7 +143,7 @@ def test_sasl_ssl_kafka_python_and_confluent(sasl_ssl_server, certs):
 
 
 async def _describe(thread, group):
-    g = thread.app.coordinator.core.groups.get(group)
+    g = thread.app.coordinator.runtime.groups.get(group)
     return (g.state.value if hasattr(g.state, "value") else str(g.state), len(g.members)) if g else None
 
 
@@ -203,7 +203,7 @@ def test_confluent_wrong_password_gets_authentication_error(sasl_server, mechani
             e.code() == KafkaError._AUTHENTICATION for e in errors)), errors
         assert "Authentication failed" in str([e.str() for e in errors])
         assert not consumer.assignment()
-        assert group not in sasl_server.app.coordinator.core.groups
+        assert group not in sasl_server.app.coordinator.runtime.groups
     finally:
         consumer.close()
 
@@ -215,7 +215,7 @@ def test_plaintext_client_against_sasl_listener_gets_nothing(sasl_server):
     with pytest.raises(KafkaError):
         KafkaConsumer(bootstrap_servers=sasl_server.bootstrap, group_id="never", request_timeout_ms=5000,
                       api_version_auto_timeout_ms=5000).topics()
-    assert "never" not in sasl_server.app.coordinator.core.groups
+    assert "never" not in sasl_server.app.coordinator.runtime.groups
 
 
 # ---- raw protocol ---------------------------------------------------------------------------
@@ -276,7 +276,7 @@ def test_requests_before_authentication_close_the_connection(sasl_server, api_ke
         assert versions.error_code == 0
         sock.sendall(_frame(codec.encode_request(api_key, version, {"correlation_id": 1, "client_id": "raw"}, body)))
         assert _closed(sock)
-    assert "raw-g" not in sasl_server.app.coordinator.core.groups
+    assert "raw-g" not in sasl_server.app.coordinator.runtime.groups
 
 
 def test_wrong_password_answers_sasl_authentication_failed_then_closes(sasl_server):
@@ -342,7 +342,7 @@ def test_java_consumer_logs_in_over_sasl_ssl(sasl_ssl_server, certs, mechanism):
         "ssl.truststore.type": "PEM", "ssl.truststore.location": str(certs.ca)})
     assert events[-1]["event"] == "assigned", events
     # The Java consumer closes (LeaveGroup) right after its assignment: the group went through a generation.
-    assert sasl_ssl_server.app.coordinator.core.groups[group].generation >= 1
+    assert sasl_ssl_server.app.coordinator.runtime.groups[group].generation >= 1
 
 
 def test_java_consumer_with_wrong_password_fails_authentication(sasl_server):

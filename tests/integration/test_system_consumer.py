@@ -215,7 +215,7 @@ def _generation(broker, group):
     it, so on Kafka the member ids and the members' events above stand for it."""
     if broker.kind != "kcoord":
         return None
-    core = broker.coordinator.core
+    core = broker.coordinator.runtime
 
     async def read():
         return core.group(group).generation

@@ -243,7 +243,7 @@ def test_session_limits_and_offsets_reach_the_coordinator():
     cfg = serve_config("--config", "group.min.session.timeout.ms=1000", "--config", "group.max.session.timeout.ms=5000",
                        "--config", "offsets.retention.minutes=2", "--config", "offset.metadata.max.bytes=10",
                        "--config", "offsets.retention.check.interval.ms=1234", "--group-max-size", "3")
-    core = build_coordinator(cfg, TopicStore(), ManualTimer()).core
+    core = build_coordinator(cfg, TopicStore(), ManualTimer()).runtime
     c = core.config
     assert (c.min_session_timeout_ms, c.max_session_timeout_ms, c.max_group_size) == (1000, 5000, 3)
     assert (c.offsets_retention_ms, c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes) == \

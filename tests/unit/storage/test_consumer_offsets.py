@@ -74,8 +74,8 @@ class _FailingDisk:
     def __init__(self):
         self.calls = []
 
-    def append(self, records, batches):
-        self.calls.append((records, batches))
+    def append_batches(self, batches):
+        self.calls.append(batches)
         raise OSError("disk full")
 
 

@@ -1,0 +1,306 @@
+"""The group coordinators of a kcoord: one per `__consumer_offsets` partition, held by the broker
+that leads that partition, as Kafka's CoordinatorRuntime holds them.
+
+A group belongs to partition `abs(groupId.hashCode()) % partitions` (config.offsets_partition_for)
+and is coordinated by that partition's leader. Each partition's coordinator is a
+`GroupCoordinator` of its own, with its own timers (their keys scoped to the partition), and
+goes through Kafka's states:
+
+- LOADING: its broker became the leader; group requests get COORDINATOR_LOAD_IN_PROGRESS for
+  `load_ms`, then the partition's records are replayed (the only durable form of groups and
+  offsets: `PartitionLog.load`) and every member's session timer starts afresh (onLoaded);
+- ACTIVE: it serves its groups;
+- gone: its broker no longer leads the partition. Unloading answers parked JoinGroup and
+  SyncGroup requests NOT_COORDINATOR and cancels its timers (onUnloaded); a request for one of
+  its groups on a broker that does not lead the partition gets NOT_COORDINATOR.
+
+The runtime itself is synchronous over the injected timer, like the coordinators; the app
+tells it of leadership changes (kcoord.cluster) and brokers lost, and the event loop face
+(service.py) routes each request through `coordinator_for`.
+"""
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol
+
+from kcoord.coordinator.clock import ScopedTimer, Timer
+from kcoord.coordinator.config import CoordinatorConfig, offsets_partition_for
+from kcoord.coordinator.consumer_group import ConsumerGroup
+from kcoord.coordinator.coordinator import GroupCoordinator
+from kcoord.coordinator.events import EventBus
+from kcoord.coordinator.group import Group
+from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.records import RecordSink
+from kcoord.coordinator.results import ConsumerGroupDescription, GroupDescription
+from wire.errors import ErrorCode
+
+log = logging.getLogger("kcoord.coordinator")
+
+NO_NODE = -1
+
+
+class PartitionLog(Protocol):
+    """What the runtime needs of `__consumer_offsets` (kcoord.log.consumer_offsets.OffsetsTopic)."""
+
+    def ensure(self):
+        """The topic, created with Kafka's settings if it does not exist yet."""
+
+    def load(self, index: int) -> tuple[list[dict], list[dict], list[tuple[str, str, int, CommittedOffset]]]:
+        """The classic groups, consumer groups and committed offsets partition `index` holds."""
+
+
+class ShardState(enum.Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+
+
+@dataclass
+class Shard:
+    """One partition's coordinator on the broker leading it."""
+    partition: int
+    node: int
+    epoch: int                    # the partition's leader epoch when this broker took it
+    state: ShardState
+    coordinator: GroupCoordinator | None = None   # once loaded
+
+
+class CoordinatorRuntime:
+    def __init__(self, timer: Timer, config: CoordinatorConfig, topics, bus: EventBus,
+                 assignors: Callable | None = None, load_ms: int = 0):
+        self.timer = timer
+        self.config = config
+        self.topics = topics          # the topic catalog (kcoord.log.topics.TopicStore)
+        self.bus = bus
+        self.assignors = assignors
+        self.load_ms = load_ms
+        self.log: PartitionLog | None = None          # set by the app, with the record sink
+        self.record_sink: RecordSink | None = None
+        # The fault rules' coordinator switch and a failed write's: group id (None: every group)
+        # -> the error every partition's coordinator answers; one dict, shared by them all.
+        self.unavailable: dict[str | None, ErrorCode] = {}
+        self.shards: dict[int, Shard] = {}
+        # Called with a group id after every change to the group (waiters re-check).
+        self.on_change: Callable[[str], None] | None = None
+        self._count: int | None = None
+        # A coordinator that has no group and answers every request with one error: what a
+        # broker that does not coordinate a group (or is still loading it) answers with.
+        self._refusing = {error: self._coordinator(None, {None: error})
+                          for error in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)}
+
+    # ------------------------------------------------------------ placement
+    def partition_count(self) -> int:
+        """The partitions groups are hashed over: the topic's once it exists (kept from then on,
+        as Kafka's coordinator keeps the count it started with), the configured count before."""
+        if self._count is None:
+            topic = self.topics.get("__consumer_offsets") if self.topics is not None else None
+            if topic is None:
+                return self.config.offsets_topic_partitions
+            self._count = len(topic.partitions)
+        return self._count
+
+    def partition_for(self, group_id: str) -> int:
+        return offsets_partition_for(group_id, self.partition_count())
+
+    def _leader(self, index: int) -> int:
+        partition = self.topics.partition("__consumer_offsets", index) if self.topics is not None else None
+        return NO_NODE if partition is None else partition.leader
+
+    def find(self, group_id: str) -> tuple[ErrorCode, int]:
+        """FindCoordinator's answer for a group: the leader of its partition, or why there is none
+        (the topic is created first if it does not exist)."""
+        if self.availability(group_id) == ErrorCode.COORDINATOR_NOT_AVAILABLE:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
+        if self.log is not None:
+            self.log.ensure()
+        leader = self._leader(self.partition_for(group_id))
+        if leader == NO_NODE:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
+        return ErrorCode.NONE, leader
+
+    # --------------------------------------------------------------- routing
+    def coordinator_for(self, group_id: str, node: int) -> GroupCoordinator:
+        """The coordinator `node` answers a request about `group_id` with: the group's partition's,
+        if `node` leads that partition and has loaded it, or one that refuses every request with
+        NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
+        index = self.partition_for(group_id)
+        shard = self.shards.get(index)
+        if shard is None:
+            shard = self._start_if_led(index, node)
+        if shard is None or shard.node != node:
+            return self._refusing[ErrorCode.NOT_COORDINATOR]
+        if shard.state is ShardState.LOADING:
+            return self._refusing[ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
+        return shard.coordinator
+
+    def _start_if_led(self, index: int, node: int) -> Shard | None:
+        """A partition nobody coordinates yet but `node` leads (the topic was just created, by
+        this request if need be): its coordinator starts at once, as there is nothing to wait for."""
+        if self.log is not None:
+            self.log.ensure()
+        partition = self.topics.partition("__consumer_offsets", index) if self.topics is not None else None
+        if partition is None or partition.leader != node:
+            return None
+        return self._load_now(index, node, partition.leader_epoch)
+
+    # ------------------------------------------------------ loading, unloading
+    def load_led(self, serving: Iterable[int]) -> None:
+        """Load, at once, every partition a serving broker leads (a kcoord starting: its groups
+        are back before its listeners accept anyone)."""
+        topic = self.topics.get("__consumer_offsets") if self.topics is not None else None
+        serving = set(serving)
+        for partition in topic.partitions if topic is not None else ():
+            if partition.leader in serving and partition.index not in self.shards:
+                self._load_now(partition.index, partition.leader, partition.leader_epoch)
+
+    def leader_changed(self, index: int, new_leader: int, epoch: int) -> None:
+        """Partition `index` of __consumer_offsets has a new leader (NO_NODE: none): the old one
+        unloads it, the new one loads it."""
+        self._drop(index, "its partition is led by another broker now")
+        if new_leader == NO_NODE:
+            return
+        shard = self.shards[index] = Shard(index, new_leader, epoch, ShardState.LOADING)
+        log.info("broker %d loading the groups of __consumer_offsets-%d (leader epoch %d)", new_leader, index, epoch)
+        if self.load_ms <= 0:
+            self._finish_load(shard)
+        else:
+            self.timer.schedule(self._load_key(index), self.load_ms, lambda: self._finish_load(shard))
+
+    def node_lost(self, node: int) -> None:
+        """Broker `node` is gone without a word (killed): its coordinators' memory goes with it;
+        its partitions stay led by it until the controller fences it."""
+        for index, shard in list(self.shards.items()):
+            if shard.node == node:
+                self._drop(index, "its broker died")
+
+    def _load_key(self, index: int) -> str:
+        return f"coordinator-load-{index}"
+
+    def _load_now(self, index: int, node: int, epoch: int) -> Shard:
+        shard = self.shards[index] = Shard(index, node, epoch, ShardState.LOADING)
+        self._finish_load(shard)
+        return shard
+
+    def _finish_load(self, shard: Shard) -> None:
+        if self.shards.get(shard.partition) is not shard or shard.state is not ShardState.LOADING:
+            return  # unloaded (or taken again) meanwhile
+        coordinator = self._coordinator(shard.partition)
+        classic, consumer, offsets = self.log.load(shard.partition) if self.log is not None else ((), (), ())
+        coordinator.load(classic, consumer, offsets, partition=shard.partition, node=shard.node,
+                         leader_epoch=shard.epoch)
+        shard.coordinator = coordinator
+        shard.state = ShardState.ACTIVE
+        if self.on_change is not None:
+            for group_id in [*coordinator.ctx.groups, *coordinator.ctx.consumer_groups]:
+                self.on_change(group_id)
+
+    def _drop(self, index: int, why: str) -> None:
+        shard = self.shards.pop(index, None)
+        if shard is None:
+            return
+        self.timer.cancel(self._load_key(index))
+        if shard.coordinator is not None:
+            groups = [*shard.coordinator.ctx.groups, *shard.coordinator.ctx.consumer_groups]
+            log.info("broker %d unloading the groups of __consumer_offsets-%d: %s", shard.node, index, why)
+            shard.coordinator.unload(partition=index, node=shard.node, leader_epoch=shard.epoch, reason=why)
+            if self.on_change is not None:
+                for group_id in groups:
+                    self.on_change(group_id)
+
+    def _coordinator(self, index: int | None, unavailable: dict | None = None) -> GroupCoordinator:
+        timer = self.timer if index is None else ScopedTimer(self.timer, f"p{index}/")
+        coordinator = GroupCoordinator(timer, self.config, self.topics, self.bus, self.assignors,
+                                       unavailable=self.unavailable if unavailable is None else unavailable,
+                                       retention=index is not None)
+        coordinator.record_sink = self.record_sink
+        coordinator.on_change = self._changed
+        return coordinator
+
+    def _changed(self, group_id: str) -> None:
+        if self.on_change is not None:
+            self.on_change(group_id)
+
+    # ----------------------------------------------------- every partition's view
+    def active(self) -> list[GroupCoordinator]:
+        return [s.coordinator for s in self.shards.values() if s.state is ShardState.ACTIVE]
+
+    def _holding(self, group_id: str) -> GroupCoordinator | None:
+        """The coordinator holding `group_id` now, on whichever broker."""
+        shard = self.shards.get(self.partition_for(group_id))
+        return None if shard is None or shard.state is not ShardState.ACTIVE else shard.coordinator
+
+    def list_groups(self, node: int, states: set[str] | None = None,
+                    types: set[str] | None = None) -> tuple[ErrorCode, list]:
+        """ListGroups on broker `node`: the groups of every partition it leads, or
+        COORDINATOR_LOAD_IN_PROGRESS while one of them loads (as Kafka's answer fails as a whole)."""
+        mine = [s for s in self.shards.values() if s.node == node]
+        if any(s.state is ShardState.LOADING for s in mine):
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        return ErrorCode.NONE, [g for s in mine for g in s.coordinator.list_groups(states, types)]
+
+    def all_groups(self, states: set[str] | None = None, types: set[str] | None = None) -> list:
+        """Every group any broker coordinates (the admin endpoint, tests)."""
+        return [g for c in self.active() for g in c.list_groups(states, types)]
+
+    @property
+    def groups(self) -> dict[str, Group]:
+        return {gid: g for c in self.active() for gid, g in c.ctx.groups.items()}
+
+    @property
+    def consumer_groups(self) -> dict[str, ConsumerGroup]:
+        return {gid: g for c in self.active() for gid, g in c.ctx.consumer_groups.items()}
+
+    def group(self, group_id: str) -> Group | None:
+        holder = self._holding(group_id)
+        return None if holder is None else holder.group(group_id)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        holder = self._holding(group_id)
+        return None if holder is None else holder.consumer_group(group_id)
+
+    def committed(self, group_id: str) -> dict:
+        """(topic, partition) -> CommittedOffset of `group_id`, wherever it is coordinated."""
+        holder = self._holding(group_id)
+        return {} if holder is None else holder.offsets.all(group_id)
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        holder = self._holding(group_id) or self._refusing[ErrorCode.NOT_COORDINATOR]
+        return holder.describe_group(group_id)
+
+    def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
+        holder = self._holding(group_id) or self._refusing[ErrorCode.NOT_COORDINATOR]
+        return holder.consumer_group_describe(group_id)
+
+    def coordinator_node(self, group_id: str) -> int:
+        """The broker coordinating `group_id` now (NO_NODE: none, or still loading)."""
+        shard = self.shards.get(self.partition_for(group_id))
+        return NO_NODE if shard is None else shard.node
+
+    def now(self) -> int:
+        return self.timer.now_ms()
+
+    # ----------------------------------------------------------- the switches
+    def availability(self, group_id: str) -> ErrorCode:
+        return self.unavailable.get(group_id) or self.unavailable.get(None) or ErrorCode.NONE
+
+    def set_unavailable(self, error: ErrorCode, group_id: str | None = None) -> None:
+        self.unavailable[group_id] = error
+
+    def set_available(self, group_id: str | None = None) -> None:
+        self.unavailable.pop(group_id, None)
+
+    def expire_member_now(self, group_id: str, member_id: str) -> bool:
+        holder = self._holding(group_id)
+        return holder is not None and holder.expire_member_now(group_id, member_id)
+
+    def force_rebalance(self, group_id: str, reason: str = "forced rebalance") -> bool:
+        holder = self._holding(group_id)
+        return holder is not None and holder.force_rebalance(group_id, reason)
+
+    def close(self) -> None:
+        """Stop every timer (the process is going away: nothing is unloaded or answered)."""
+        self.shards.clear()
+        cancel_all = getattr(self.timer, "cancel_all", None)
+        if cancel_all is not None:
+            cancel_all()

@@ -1,0 +1,264 @@
+"""What a coordinator loads from one `__consumer_offsets` partition, as Kafka's loader replays it.
+
+The partition's records, read in offset order from its log start, are the only durable form of
+groups and offsets: each key's latest record wins and a tombstone removes the key. The classic
+groups (GroupMetadata), the committed offsets (OffsetCommit) and the consumer groups of KIP-848
+(types 3, 5, 6, 7, 8 and 16) that remain come back in the shapes the coordinator loads
+(kcoord.coordinator: a classic group's metadata dict, a consumer group's snapshot, each
+offset). A group tombstone removes the group, not its offsets: the coordinator writes an
+offset's tombstone itself wherever an offset goes (deletion, expiry), as Kafka does.
+
+What the records do not carry comes from the moment of loading, as in Kafka: a classic group's
+state starts at its currentStateTimestamp, members' sessions start afresh, a consumer group's
+subscribed topic metadata and its assignor are worked out again from its members.
+"""
+from __future__ import annotations
+
+import base64
+import struct
+import uuid
+
+from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.log import consumer_offsets as co
+from wire import records as R
+
+_STATES = {v: k for k, v in co._MEMBER_STATE.items()}
+
+
+class _Reader(co._Reader):
+    """The flexible (compact) forms the consumer group values use."""
+
+    def compact_nullable_str(self, what: str) -> str | None:
+        n = self.uvarint(what)
+        return None if n == 0 else self._take(n - 1, what).decode("utf-8")
+
+    def compact_bytes(self, what: str) -> bytes:
+        n = self.uvarint(what)
+        return b"" if n == 0 else self._take(n - 1, what)
+
+    def compact_len(self, what: str) -> int:
+        n = self.uvarint(what)
+        return 0 if n == 0 else n - 1
+
+    def uuid(self, what: str) -> str:
+        return str(uuid.UUID(bytes=self._take(16, what)))
+
+    def int32s(self, what: str) -> list[int]:
+        return [self.int(">i", what) for _ in range(self.compact_len(what))]
+
+    def topic_partitions(self, what: str, with_epochs: bool) -> dict:
+        """[TopicId, Partitions, tags] as topic id -> partitions in record order (with epochs:
+        partition -> its assignment epoch, from tag 0)."""
+        out = {}
+        for _ in range(self.compact_len(what)):
+            topic_id = self.uuid(what)
+            partitions = self.int32s(what)
+            tags = self.tagged_fields(what)
+            if with_epochs:
+                epochs = []
+                if 0 in tags:
+                    epochs = _Reader(tags[0]).int32s("AssignmentEpochs")
+                out[topic_id] = {str(p): (epochs[i] if i < len(epochs) else 0) for i, p in enumerate(partitions)}
+            else:
+                out[topic_id] = partitions
+        return out
+
+
+def _member_metadata(data: bytes) -> dict:
+    r = _Reader(data)
+    r.int(">h", "version")
+    out = {"instance_id": r.compact_nullable_str("InstanceId"), "rack_id": r.compact_nullable_str("RackId"),
+           "client_id": r.compact_str("ClientId"), "client_host": r.compact_str("ClientHost"),
+           "subscribed_topic_names": [r.compact_str("SubscribedTopicNames")
+                                      for _ in range(r.compact_len("SubscribedTopicNames"))],
+           "subscribed_topic_regex": r.compact_nullable_str("SubscribedTopicRegex"),
+           "rebalance_timeout_ms": r.int(">i", "RebalanceTimeoutMs"),
+           "server_assignor": r.compact_nullable_str("ServerAssignor"), "classic": None}
+    tags = r.tagged_fields("tagged fields")
+    if tags.get(0, b"\x00")[:1] == b"\x01":
+        c = _Reader(tags[0][1:])
+        session = c.int(">i", "SessionTimeoutMs")
+        protocols = []
+        for _ in range(c.compact_len("SupportedProtocols")):
+            name = c.compact_str("Name")
+            meta = c.compact_bytes("Metadata")
+            c.tagged_fields("tagged fields")
+            protocols.append([name, base64.b64encode(meta).decode("ascii")])
+        out["classic"] = {"session_timeout_ms": session, "protocols": protocols}
+    return out
+
+
+def _current_assignment(data: bytes) -> dict:
+    r = _Reader(data)
+    r.int(">h", "version")
+    epoch, previous, state = r.int(">i", "MemberEpoch"), r.int(">i", "PreviousMemberEpoch"), r.int(">b", "State")
+    return {"member_epoch": epoch, "previous_member_epoch": previous, "state": _STATES.get(state, "unknown"),
+            "assigned": r.topic_partitions("AssignedPartitions", True),
+            "pending_revocation": r.topic_partitions("PartitionsPendingRevocation", True)}
+
+
+def _int32_value(data: bytes, what: str) -> int:
+    r = _Reader(data)
+    r.int(">h", "version")
+    return r.int(">i", what)
+
+
+def _target_member(data: bytes) -> dict:
+    r = _Reader(data)
+    r.int(">h", "version")
+    return r.topic_partitions("TopicPartitions", False)
+
+
+def _regex(data: bytes) -> tuple[list[str], int]:
+    r = _Reader(data)
+    r.int(">h", "version")
+    topics = [r.compact_str("Topics") for _ in range(r.compact_len("Topics"))]
+    r.int(">q", "Version")
+    return topics, r.int(">q", "Timestamp")
+
+
+def _classic_group(group_id: str, value: dict, now_ms: int) -> dict:
+    """A GroupMetadataValue as the coordinator's group metadata (membership.load_group): each member
+    comes back with the one protocol Kafka keeps, the group's."""
+    protocol = value["protocol"]
+    since = value.get("currentStateTimestamp", co.NO_TIMESTAMP)
+    since = now_ms if since in (None, co.NO_TIMESTAMP) else since
+    members = [{"member_id": m["memberId"], "instance_id": m.get("groupInstanceId"), "client_id": m["clientId"],
+                "client_host": m["clientHost"], "rebalance_timeout_ms": m.get("rebalanceTimeout", m["sessionTimeout"]),
+                "session_timeout_ms": m["sessionTimeout"], "protocol_type": value["protocolType"] or None,
+                "protocols": [(protocol, base64.b64decode(m["subscription"]))] if protocol else [],
+                "assignment": base64.b64decode(m["assignment"])}
+               for m in value["members"]]
+    return {"group_id": group_id, "generation": value["generation"], "created_ms": since,
+            "protocol_type": value["protocolType"] or None, "protocol_name": protocol, "leader_id": value["leader"],
+            "emptied_at_ms": None if members else since, "state_ms": since, "members": members}
+
+
+def _consumer_group(group_id: str, parts: dict, now_ms: int) -> dict | None:
+    """A consumer group's records as the coordinator's snapshot (consumer_protocol.restore); None
+    while its group epoch record is missing (deleted, or never complete)."""
+    if parts.get("epoch") is None:
+        return None
+    members = []
+    for member_id, meta in parts["members"].items():
+        current = parts["current"].get(member_id)
+        if current is None:
+            continue
+        members.append({"member_id": member_id, **meta, **current})
+    regexes = {regex: topics for regex, (topics, _) in sorted(parts["regexes"].items())}
+    refreshed = max((ts for _, ts in parts["regexes"].values()), default=0)
+    return {"group_id": group_id, "created_ms": now_ms, "state_ms": now_ms, "emptied_at_ms": None,
+            "group_epoch": parts["epoch"], "assignment_epoch": parts.get("target_epoch") or 0,
+            "assignor_name": "", "assignment_timestamp_ms": 0,
+            "resolved_regexes": regexes, "regex_refresh_ms": refreshed,
+            "regex_topics": sorted({t for topics in regexes.values() for t in topics}),
+            "target": parts["target"], "members": members}
+
+
+def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list[tuple[str, str, int, CommittedOffset]]]:
+    """The classic groups, consumer groups and committed offsets `partition` (a kcoord.log
+    Partition of __consumer_offsets) holds."""
+    classic: dict[str, dict] = {}
+    consumer: dict[str, dict] = {}
+    latest_kind: dict[str, str] = {}   # which kind of group the id named last
+    offsets: dict[tuple[str, str, int], CommittedOffset] = {}
+
+    def parts_of(group_id: str) -> dict:
+        return consumer.setdefault(group_id, {"epoch": None, "members": {}, "current": {}, "target": {},
+                                              "target_epoch": None, "regexes": {}})
+
+    for stored in partition.batches:
+        for record in R.decode_records(R.parse_batch(stored.data)):
+            if record.offset < partition.log_start_offset or record.key is None or len(record.key) < 2:
+                continue
+            kind = struct.unpack_from(">h", record.key)[0]
+            value = record.value
+            if kind in (co.LEGACY_OFFSET_COMMIT_KEY, co.OFFSET_COMMIT_KEY, co.GROUP_METADATA_KEY):
+                key = co.decode_key(record.key)
+                data = key["data"]
+                if kind == co.GROUP_METADATA_KEY:
+                    if value is None:
+                        classic.pop(data["group"], None)
+                    else:
+                        classic[data["group"]] = co.decode_value(key, value)["data"]
+                        latest_kind[data["group"]] = "classic"
+                    continue
+                k = (data["group"], data["topic"], data["partition"])
+                if value is None:
+                    offsets.pop(k, None)
+                    continue
+                v = co.decode_value(key, value)["data"]
+                offsets[k] = CommittedOffset(v["offset"], v.get("leaderEpoch", -1), v["metadata"],
+                                             v["commitTimestamp"], v.get("expireTimestamp"))
+                continue
+            r = co._Reader(record.key)
+            r.int(">h", "key type")
+            group_id = r.str("group")
+            if kind == co.CONSUMER_GROUP_METADATA:
+                parts_of(group_id)["epoch"] = None if value is None else _int32_value(value, "Epoch")
+                if value is not None:
+                    latest_kind[group_id] = "consumer"
+            elif kind == co.CONSUMER_TARGET_METADATA:
+                parts_of(group_id)["target_epoch"] = None if value is None else _int32_value(value, "AssignmentEpoch")
+            elif kind in (co.CONSUMER_MEMBER_METADATA, co.CONSUMER_TARGET_MEMBER, co.CONSUMER_CURRENT_ASSIGNMENT,
+                          co.CONSUMER_REGULAR_EXPRESSION):
+                second = r.str("member")
+                field, decode = {co.CONSUMER_MEMBER_METADATA: ("members", _member_metadata),
+                                 co.CONSUMER_TARGET_MEMBER: ("target", _target_member),
+                                 co.CONSUMER_CURRENT_ASSIGNMENT: ("current", _current_assignment),
+                                 co.CONSUMER_REGULAR_EXPRESSION: ("regexes", _regex)}[kind]
+                held = parts_of(group_id)[field]
+                if value is None:
+                    held.pop(second, None)
+                else:
+                    held.pop(second, None)   # re-inserted: members keep the order of their latest records
+                    held[second] = decode(value)
+            # Other types (share and streams groups) are not kcoord's: left alone.
+    classic_out = [_classic_group(g, v, now_ms) for g, v in classic.items() if latest_kind.get(g) == "classic"]
+    consumer_out = []
+    for group_id, parts in consumer.items():
+        if latest_kind.get(group_id) == "consumer" or group_id not in classic:
+            snapshot = _consumer_group(group_id, parts, now_ms)
+            if snapshot is not None:
+                consumer_out.append(snapshot)
+    return classic_out, consumer_out, [(g, t, p, v) for (g, t, p), v in offsets.items()]
+
+
+def keys_of(topic) -> tuple[set[str], set[tuple[str, str, int]]]:
+    """The group ids and the (group, topic, partition) offsets that any record of `topic`
+    (__consumer_offsets) names, tombstones included."""
+    groups: set[str] = set()
+    offsets: set[tuple[str, str, int]] = set()
+    for partition in topic.partitions:
+        for stored in partition.batches:
+            for record in R.decode_records(R.parse_batch(stored.data)):
+                if record.key is None or len(record.key) < 2:
+                    continue
+                kind = struct.unpack_from(">h", record.key)[0]
+                if kind in (co.LEGACY_OFFSET_COMMIT_KEY, co.OFFSET_COMMIT_KEY):
+                    data = co.decode_key(record.key)["data"]
+                    offsets.add((data["group"], data["topic"], data["partition"]))
+                else:
+                    r = co._Reader(record.key)
+                    r.int(">h", "key type")
+                    groups.add(r.str("group"))
+    return groups, offsets
+
+
+class OffsetsPartitions:
+    """The runtime's view of __consumer_offsets (coordinator.runtime.PartitionLog): the topic,
+    created on demand, and each partition's groups, loaded."""
+
+    def __init__(self, topic: co.OffsetsTopic):
+        self.topic = topic
+
+    def ensure(self):
+        return self.topic.ensure()
+
+    def load(self, index: int):
+        topic = self.topic.ensure()
+        classic, consumer, offsets = load_partition(topic.partitions[index], self.topic.now_ms())
+        for value in consumer:
+            # What the next snapshot's tombstones are worked out against: what the log holds.
+            self.topic.remember_consumer_group(value["group_id"], value)
+        return classic, consumer, offsets
