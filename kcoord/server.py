@@ -410,7 +410,7 @@ class KafkaServer:
         if api is None or not api.serves(req.api_version):
             return _answered(self._unsupported(conn, payload, UnsupportedVersionError(req.api_key, req.api_version)))
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
-                             req.client_id, conn.host, conn)
+                             req.client_id, conn.host, conn, api)
         faults = self.faults
         if faults is not None:
             group = faults.note(req)
@@ -423,7 +423,7 @@ class KafkaServer:
         started = time.perf_counter()
         key, version, correlation_id = req.api_key, req.api_version, req.correlation_id
         if self.acls is not None:
-            handling = self.acls.authorize(ctx.connection, key, version, req.body,
+            handling = self.acls.authorize(ctx.connection, api, version, req.body,
                                            lambda allowed: api.handler(ctx, allowed))
         else:
             handling = api.handler(ctx, req.body)
