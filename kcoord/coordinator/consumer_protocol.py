@@ -440,12 +440,6 @@ class ConsumerProtocol:
         best = max(votes.values())
         return next(n for n in configured + sorted(votes) if votes.get(n) == best)
 
-    def _regex_matches(self, regex: str, name: str) -> bool:
-        try:
-            return compile_regex(regex).fullmatch(name) is not None
-        except Refused:
-            return False
-
     def _maybe_update_target(self, group: ConsumerGroup, topics, updating: str | None = None) -> None:
         if group.group_epoch <= group.assignment_epoch:
             return

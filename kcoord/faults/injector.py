@@ -19,7 +19,7 @@ after it was added. Actions:
 A rule that could fire on no request as written is refused when it is given, with one line
 saying why (`FaultRuleError`); one that can fire on some requests only (an `error` for an
 api whose early versions have no error for a whole request) matches only those.
-The server calls `FaultInjector.note` on every request (counts and history) and
+The server calls `FaultInjector.note` on every request (its number and group in the history) and
 `FaultInjector.around` only while rules exist: with none, a request builds nothing here.
 """
 from __future__ import annotations
@@ -287,7 +287,6 @@ class FaultInjector:
         self.coordinator = coordinator   # a CoordinatorService, for unavailable/expire/rebalance
         self.rules: list[FaultRule] = []
         self.fired_log: list[dict] = []  # what fired, in order (bounded)
-        self.seen: dict[int, int] = {}   # api key -> requests seen, to observe client recovery
         # (sequence number, api key, group) of the latest requests: what a client did after a fault.
         self.history: collections.deque = collections.deque(maxlen=HISTORY_REQUESTS)
         self._seq = 0
@@ -352,9 +351,8 @@ class FaultInjector:
 
     # ------------------------------------------------------------ the server hook
     def note(self, req) -> str | None:
-        """Count a request and keep it in the history (what a client did after a fault); its group."""
+        """Number a request and keep it in the history (what a client did after a fault); its group."""
         key = req.api_key
-        self.seen[key] = self.seen.get(key, 0) + 1
         self._seq += 1
         body = req.body
         if type(body) is Message and _NAMES_ONE_GROUP[key]:

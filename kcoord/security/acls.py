@@ -406,8 +406,6 @@ class Authorizer:
         return response
 
 
-GroupAcls = Authorizer  # its name while it knew groups only
-
 
 class TopicGate:
     """Which topics a request may act on: `gate(name)` is true where the principal has the
