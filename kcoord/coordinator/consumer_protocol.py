@@ -340,7 +340,6 @@ class ConsumerProtocol:
             self._reconciled(group, member, after)
         self._schedule_session(group, member_id)
         self._record(group)
-        ctx.changed(group)
 
         full = (req.rebalance_timeout_ms != -1 and (req.subscribed_topic_names is not None
                                                      or req.subscribed_topic_regex is not None)
@@ -553,7 +552,6 @@ class ConsumerProtocol:
             group.subscribed_topics = subscribed
             self._bump_group_epoch(group, "subscribed regular expressions resolved")
         self._record(group)
-        self.ctx.changed(group)
 
     # ------------------------------------------------------------------ timers
     def _schedule_session(self, group: ConsumerGroup, member_id: str, timeout_ms: int | None = None) -> None:
@@ -605,7 +603,6 @@ class ConsumerProtocol:
             group.emptied_at_ms = self.ctx.now()
             self.ctx.emit(K.EMPTY, group)
         self._record(group)
-        self.ctx.changed(group)
 
     def expire_member_now(self, group_id: str, member_id: str) -> bool:
         """A fault hook: the member is fenced as if its session had expired."""
@@ -643,7 +640,6 @@ class ConsumerProtocol:
                 self.ctx.timer.cancel(_rebalance_key(group.group_id, member.member_id))
                 self.ctx.emit(K.MEMBER_LEFT, group, member=left, reason="static member left temporarily")
                 self._record(group)
-                self.ctx.changed(group)
                 # A leaving member is told no heartbeat interval (0), as Kafka does.
                 return ConsumerHeartbeatResult(ErrorCode.NONE, None, member.member_id, STATIC_LEAVE_EPOCH, 0)
         self._fence(group, member, K.MEMBER_LEFT, "the member left the group")
@@ -732,7 +728,6 @@ class ConsumerProtocol:
         self.groups.pop(group_id, None)
         self.ctx.write(ConsumerGroupRecord(group_id, None))
         self.ctx.emit(K.DEAD, group)
-        self.ctx.changed(group)
         return ErrorCode.NONE
 
     # ============================================================ durable state
@@ -748,6 +743,7 @@ class ConsumerProtocol:
         session, so members that keep heartbeating carry on; the others are fenced in time."""
         group = restore(value)
         self.groups[group.group_id] = group
+        self.ctx.changed(group)  # read back, not written: no record or event tells of it
         for member_id, member in group.members.items():
             self._schedule_session(group, member_id, member.classic.session_timeout_ms if member.classic else None)
         for member in group.members.values():
