@@ -1,12 +1,14 @@
-# The only two set-up commands on a fresh machine: `make run` and `make test`.
+# The only two set-up commands on a fresh machine: `make run` and `make test` (`make unit`: the
+# quick loop, pip only).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.installed
+PSTAMP := $(VENV)/.installed-test-pip
 TSTAMP := $(VENV)/.installed-test
 
-.PHONY: run test install install-test clean bench
+.PHONY: run test unit install install-test clean bench
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +18,12 @@ $(STAMP): $(PY) pyproject.toml
 	$(PIP) install -q -e .
 	touch $@
 
-$(TSTAMP): $(STAMP) pyproject.toml
+# The test extras, from PyPI only: all `make unit` needs.
+$(PSTAMP): $(STAMP) pyproject.toml
 	$(PIP) install -q -e '.[test]'
+	touch $@
+
+$(TSTAMP): $(PSTAMP)
 	@$(MAKE) --no-print-directory docker-tools
 	@$(MAKE) --no-print-directory reference-kafka
 	@$(MAKE) --no-print-directory spark-kafka
@@ -80,6 +86,19 @@ PYTEST_ARGS ?= -n 4 --dist loadgroup --no-loadscope-reorder --durations=30
 
 test: $(TSTAMP)
 	$(PY) -m pytest -q -p no:cacheprovider --cov=kcoord/coordinator --cov-report=term $(PYTEST_ARGS)
+
+# The quick loop: no apt, no Maven, no JVM, no docker, nothing beyond loopback. The unit tests
+# and the few others as cheap (~20 s together): hypothesis over frame decoding and a live
+# in-process server, fault rules, the pytest fixture and plugin, the CLI's group commands and
+# metrics, topic ids across versions, the report's parsers and arguments without Spark.
+UNIT_TESTS := tests/unit tests/fuzz/test_frame_fuzz.py tests/conformance/test_faults.py \
+	tests/integration/test_fixture.py tests/integration/test_pytest_plugin.py \
+	tests/integration/test_cli_and_metrics.py tests/integration/test_topic_id_versions.py \
+	tests/analytics/test_parsers.py tests/analytics/test_cli_args.py
+UNIT_ARGS ?= -n auto
+
+unit: $(PSTAMP)
+	$(PY) -m pytest -q -p no:cacheprovider $(UNIT_ARGS) $(UNIT_TESTS)
 
 clean:
 	rm -rf $(VENV) .kcoord-data

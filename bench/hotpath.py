@@ -502,7 +502,6 @@ class _Peer(str):
     create_topic = None
     http = None
     pid = None
-    takes_delay = True
 
 
 @contextlib.contextmanager
@@ -510,7 +509,6 @@ def _listening_peer(start):
     """A peer `bench/rebalance.py` starts that takes no delay setting; its process found by its port."""
     with start() as bootstrap:
         peer = _Peer(bootstrap)
-        peer.takes_delay = False
         peer.pid = _pid_listening(int(bootstrap.rsplit(":", 1)[1]))
         yield peer
 
@@ -528,7 +526,6 @@ def mock_peer(delay_ms: int = 0):
     with rebalance.librdkafka_mock_peer() as bootstrap:
         peer = _Peer(bootstrap)
         peer.create_topic = bootstrap.create_topic
-        peer.takes_delay = False
         yield peer
 
 

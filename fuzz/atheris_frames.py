@@ -39,7 +39,6 @@ class _FakeConnection:
     """Only what the request path reads from a connection."""
     id = 0
     host, port = "127.0.0.1", 0
-    client_software = None
 
     def __repr__(self):
         return "fuzz connection"

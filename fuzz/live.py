@@ -17,7 +17,6 @@ from fuzz.corpus import mixed_frame, templates
 
 @dataclass
 class BlastStats:
-    sessions: int = 0
     frames_sent: int = 0
     frames_consumed: int = 0
     responses: int = 0
@@ -59,7 +58,6 @@ async def _session(host, port, seeds, temps, rnd, byte_level, batch, stats: Blas
         stats.frames_consumed += min(consumed, batch)
     finally:
         writer.transport.abort()
-    stats.sessions += 1
 
 
 async def blast(host: str, port: int, seeds: list[bytes], frames: int, concurrency: int = 32,

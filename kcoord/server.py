@@ -43,7 +43,7 @@ _DEFER_TOTAL_BYTES = 1 << 20
 class Connection:
     _next_id = 0
     # One per connection, tens of thousands per server: slots, not a __dict__ each.
-    __slots__ = ("id", "transport", "host", "port", "client_software", "sasl", "principal", "close_after_response")
+    __slots__ = ("id", "transport", "host", "port", "sasl", "principal", "close_after_response")
 
     def __init__(self, transport: asyncio.BaseTransport):
         Connection._next_id += 1
@@ -51,7 +51,6 @@ class Connection:
         self.transport = transport
         peer = transport.get_extra_info("peername") or ("?", 0)
         self.host, self.port = peer[0], peer[1]
-        self.client_software: tuple[str, str] | None = None   # from ApiVersions v3+
         # kcoord.security.gate.ConnectionAuth, while SASL is on: the login's progress.
         self.sasl = None
         self.principal: str | None = None   # the SASL user name once logged in
@@ -410,7 +409,7 @@ class KafkaServer:
         if api is None or not api.serves(req.api_version):
             return _answered(self._unsupported(conn, payload, UnsupportedVersionError(req.api_key, req.api_version)))
         ctx = RequestContext(self.broker, req.api_key, req.api_version, req.correlation_id,
-                             req.client_id, conn.host, conn)
+                             req.client_id, conn.host, conn, api)
         faults = self.faults
         if faults is not None:
             group = faults.note(req)
@@ -423,7 +422,7 @@ class KafkaServer:
         started = time.perf_counter()
         key, version, correlation_id = req.api_key, req.api_version, req.correlation_id
         if self.acls is not None:
-            handling = self.acls.authorize(ctx.connection, key, version, req.body,
+            handling = self.acls.authorize(ctx.connection, api, version, req.body,
                                            lambda allowed: api.handler(ctx, allowed))
         else:
             handling = api.handler(ctx, req.body)

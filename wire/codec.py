@@ -177,12 +177,6 @@ def message(api_key: int, api_version: int, kind: str) -> CompiledMessage:
     return compiled_message(spec.name, api_version)
 
 
-def supported_versions(api_key: int) -> tuple[int, int]:
-    """Lowest and highest version our specs define for an API (requests)."""
-    v = S.spec_for(api_key, "request").valid_versions
-    return v.low, v.high
-
-
 def is_flexible(api_key: int, api_version: int) -> bool:
     return api_version in S.spec_for(api_key, "request").flexible_versions
 

@@ -96,14 +96,6 @@ class RecordBatch:
         return (self.attributes >> 3) & 1
 
     @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & 0x10)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & 0x20)
-
-    @property
     def last_offset(self) -> int:
         return self.base_offset + self.last_offset_delta
 

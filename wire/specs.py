@@ -63,9 +63,6 @@ class Versions:
     def __iter__(self) -> Iterator[int]:
         return iter(range(self.low, self.high + 1))
 
-    def intersect(self, other: "Versions") -> "Versions":
-        return Versions(max(self.low, other.low), min(self.high, other.high))
-
     @property
     def empty(self) -> bool:
         return self.high < self.low
@@ -192,7 +189,3 @@ def api_keys() -> dict[int, str]:
         for s in all_specs().values()
         if s.kind == "request" and s.api_key is not None
     }
-
-
-def header_spec(name: str) -> MessageSpec:
-    return all_specs()[name]

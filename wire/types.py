@@ -523,10 +523,6 @@ class Bytes(KType):
         self.default = default
 
 
-class UVarInt(KType):
-    reader, writer, default = "r_uvarint", "w_uvarint", 0
-
-
 class Array(KType):
     """Kafka arrays: int32 or compact (uvarint N+1) length, optionally nullable."""
 

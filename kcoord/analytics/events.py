@@ -62,7 +62,6 @@ def parse_journal_line(line: str, broker: str = "kcoord"):
 LOG4J = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (.*)$")
 COORD_PREFIX = re.compile(r"^\[GroupCoordinator (?:id=)?(\d+)[^\]]*\]:? (.*)$")
 LOGGER_SUFFIX = re.compile(r" \((?:kafka|org\.apache\.kafka)\.[\w.$]+\)\s*$")
-GROUP_CTX = re.compile(r"^\[Group ([^\]]+)\] (.*)$")
 
 _OFFSETS_TP = r"(?: \(__consumer_offsets-\d+\))?"
 MEMBER_TOSTRING = re.compile(r"MemberMetadata\(memberId=([^,]+), groupInstanceId=(?:Some\(([^)]*)\)|None|[^,]*), "

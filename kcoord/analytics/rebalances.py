@@ -18,8 +18,6 @@ _ORDER = {"member_joined": 0, "member_left": 0, "member_expired": 0, "pending_me
 _UUID_SUFFIX = re.compile(r"^(.*)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _REASON_MEMBER = re.compile(r"(?:[Mm]ember(?:\(s\))?|[Ll]eader) (\S+?)(?:[;,]|\s|$)")
 
-CAUSES = ["member_joined", "member_left", "failed_heartbeat", "metadata_change", "leader_rejoin",
-          "static_replacement", "other"]
 _KIND_CAUSE = {"member_joined": "member_joined", "member_left": "member_left", "member_expired": "failed_heartbeat",
                "pending_member_expired": "failed_heartbeat", "member_replaced": "static_replacement",
                "member_fenced": "member_left"}

@@ -17,6 +17,9 @@ import pkgutil
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
+# Descriptors declare their ACL needs in security's own terms: kcoord.security reads them
+# without importing this package.
+from kcoord.security.acl_needs import GroupAcl, GroupOperation, TopicAcl, TopicOperation  # noqa: F401
 from wire import codec
 from wire.types import Message
 
@@ -89,41 +92,6 @@ class ApiKey(enum.IntEnum):
         return self.name.lower()
 
 
-class GroupOperation(enum.StrEnum):
-    """Operations on Kafka's GROUP resource, as its authorizer names them."""
-
-    READ = "Read"
-    DESCRIBE = "Describe"
-    DELETE = "Delete"
-    ALL = "All"
-
-
-class TopicOperation(enum.StrEnum):
-    """Operations on Kafka's TOPIC resource, as its authorizer names them."""
-
-    READ = "Read"
-    WRITE = "Write"
-    CREATE = "Create"
-    DELETE = "Delete"
-    ALTER = "Alter"
-    DESCRIBE = "Describe"
-    DESCRIBE_CONFIGS = "DescribeConfigs"
-    ALTER_CONFIGS = "AlterConfigs"
-
-
-@dataclass(frozen=True)
-class TopicAcl:
-    """What kcoord's topic ACLs check for an API (kcoord.security.acls.topic_gate): the
-    operation each topic the request names needs. A denied topic is answered as Kafka
-    answers it, by the handler (TOPIC_AUTHORIZATION_FAILED per partition or per topic,
-    left out of an all-topics answer)."""
-
-    operation: TopicOperation
-    # Create on the CLUSTER resource allows the operation on every topic (Kafka's
-    # CreateTopics and Metadata's auto-creation ask the cluster first).
-    cluster_wide: bool = False
-
-
 @dataclass
 class RequestContext:
     broker: object            # kcoord.broker.Broker
@@ -133,6 +101,7 @@ class RequestContext:
     client_id: str | None
     client_host: str
     connection: object        # kcoord.server.Connection
+    api: "ApiDescriptor"      # the request's API: what its topic ACL checks (kcoord.security.acls.topic_gate)
 
 
 HandlerFn = Callable[[RequestContext, Message], Awaitable[dict | None]]
@@ -162,18 +131,6 @@ GroupsFn = Callable[[int, Message], "str | GroupBatch | None"]
 def named_group(version: int, body: Message) -> str:
     """For requests about the one group in their `group_id`."""
     return body.group_id
-
-
-@dataclass(frozen=True)
-class GroupAcl:
-    """What kcoord's group ACLs check for an API (kcoord.security.acls)."""
-
-    operation: GroupOperation
-    # A response list of groups (by `group_id`) shown only where the principal has
-    # `operation`, for requests that name no group (ListGroups).
-    filters: str | None = None
-    # The error message an entry of a partly denied batch carries.
-    denied_message: str | None = None
 
 
 # The served-API table's note for the four APIs of the classic group protocol, which the

@@ -15,13 +15,10 @@ def advertised_versions() -> list[dict]:
 
 
 async def api_versions(ctx, req):
-    if ctx.api_version >= 3:
-        ctx.connection.client_software = (req.client_software_name, req.client_software_version)
     return {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(), "throttle_time_ms": 0}
 
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.API_VERSIONS, 0, 4, api_versions,
     "advertises exactly this table; an unknown version gets a v0 answer with UNSUPPORTED_VERSION",
-    version_notes={3: "the client's software name and version, kept per connection"},
     inline=True)

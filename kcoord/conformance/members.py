@@ -135,13 +135,6 @@ class Member:
             return event["owned"]
         return event["partitions"] if event["event"] == "assigned" else []
 
-    def owned_tp(self) -> list[tuple[str, int]]:
-        """Like owned(), with topics: (topic, partition)."""
-        with self._lock:
-            event = next((e for e in reversed(self.events) if e["event"] in ("assigned", "revoked")
-                          and "owned" in e), None)
-        return [] if event is None else event.get("owned_tp", [])
-
     def stop(self, timeout: float = 30) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -216,10 +216,6 @@ async def _close(*members):
         await m.close()
 
 
-def _expect(code, want: E, what: str) -> Outcome:
-    return Outcome(code == want, f"{what} -> {_name(code)}", f"{what} -> {want.name}")
-
-
 # ----------------------------------------------------------------- scenarios
 async def member_id_required(b: Broker) -> Outcome:
     if b.version(JOIN) < 4:
@@ -311,7 +307,7 @@ async def static_replacement(b: Broker) -> Outcome:
         await a.stable()
         r = await a2.join()
         same_gen = r.error_code == 0 and a2.generation == a.generation
-        s = await a2.sync([(a2.member_id, b"")] if a2.leader == a2.member_id else [])
+        await a2.sync([(a2.member_id, b"")] if a2.leader == a2.member_id else [])
         old = await a.heartbeat()
         new = await a2.heartbeat()
         ok = same_gen and old.error_code == E.FENCED_INSTANCE_ID and new.error_code == 0 and a2.member_id != a.member_id
@@ -374,7 +370,7 @@ async def skip_assignment(b: Broker) -> Outcome:
     a = await Member(b, group, instance_id="leader").open()
     a2 = await Member(b, group, instance_id="leader").open()
     try:
-        r = await a.join(version=9)
+        await a.join(version=9)
         await a.sync([(a.member_id, b"")], version=min(5, b.versions.get(SYNC, (0, 0))[1]))
         r2 = await a2.join(version=9)
         ok = (r2.error_code == 0 and r2.leader == a2.member_id and r2.get("skip_assignment") is True

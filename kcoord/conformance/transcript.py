@@ -40,8 +40,6 @@ CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 GROUP_APIS = frozenset({FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH_OFFSETS,
                         DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS,
                         CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE})
-# APIs whose requests are sent on a timer: count and interleaving are timing.
-PERIODIC_APIS = frozenset({HEARTBEAT, COMMIT})
 
 NOISE_KEYS = frozenset({"throttle_time_ms", "cluster_id", "controller_id", "node_id", "host", "port",
                         "leader_id", "topic_id", "error_message", "session_id", "correlation_id"})
@@ -358,10 +356,6 @@ class Comparison:
     verdict: str                 # "identical", "equivalent" (up to who got which partitions), "differs"
     divergence: Divergence | None = None
 
-    @property
-    def identical(self) -> bool:
-        return self.verdict != "differs"
-
 
 def _short(v, limit: int = 200) -> str:
     s = json.dumps(v, sort_keys=True) if not isinstance(v, str) else v
@@ -510,14 +504,3 @@ def compare(kafka_exchanges: list[dict], kcoord_exchanges: list[dict]) -> Compar
         return Comparison("equivalent", strict)
     # Past the partition split, the loose divergence is the one that is not a coin toss.
     return Comparison("differs", loose)
-
-
-def render(exchanges: list[dict], loose: bool = False) -> str:
-    """A normalised transcript, one line per exchange (for docs and debugging)."""
-    n = normalise(exchanges, loose)
-    lines = []
-    for c in n.connections:
-        lines.append(f"[{c.label}]")
-        lines.extend(f"  {i}: {one_line(x)}" for i, x in enumerate(c.items))
-    lines.append(f"other APIs: {', '.join(f'{a} v{v}' for a, v in n.other_apis)}")
-    return "\n".join(lines)

@@ -340,7 +340,6 @@ class ConsumerProtocol:
             self._reconciled(group, member, after)
         self._schedule_session(group, member_id)
         self._record(group)
-        ctx.changed(group)
 
         full = (req.rebalance_timeout_ms != -1 and (req.subscribed_topic_names is not None
                                                      or req.subscribed_topic_regex is not None)
@@ -439,12 +438,6 @@ class ConsumerProtocol:
             return configured[0]
         best = max(votes.values())
         return next(n for n in configured + sorted(votes) if votes.get(n) == best)
-
-    def _regex_matches(self, regex: str, name: str) -> bool:
-        try:
-            return compile_regex(regex).fullmatch(name) is not None
-        except Refused:
-            return False
 
     def _maybe_update_target(self, group: ConsumerGroup, topics, updating: str | None = None) -> None:
         if group.group_epoch <= group.assignment_epoch:
@@ -559,7 +552,6 @@ class ConsumerProtocol:
             group.subscribed_topics = subscribed
             self._bump_group_epoch(group, "subscribed regular expressions resolved")
         self._record(group)
-        self.ctx.changed(group)
 
     # ------------------------------------------------------------------ timers
     def _schedule_session(self, group: ConsumerGroup, member_id: str, timeout_ms: int | None = None) -> None:
@@ -611,7 +603,6 @@ class ConsumerProtocol:
             group.emptied_at_ms = self.ctx.now()
             self.ctx.emit(K.EMPTY, group)
         self._record(group)
-        self.ctx.changed(group)
 
     def expire_member_now(self, group_id: str, member_id: str) -> bool:
         """A fault hook: the member is fenced as if its session had expired."""
@@ -649,7 +640,6 @@ class ConsumerProtocol:
                 self.ctx.timer.cancel(_rebalance_key(group.group_id, member.member_id))
                 self.ctx.emit(K.MEMBER_LEFT, group, member=left, reason="static member left temporarily")
                 self._record(group)
-                self.ctx.changed(group)
                 # A leaving member is told no heartbeat interval (0), as Kafka does.
                 return ConsumerHeartbeatResult(ErrorCode.NONE, None, member.member_id, STATIC_LEAVE_EPOCH, 0)
         self._fence(group, member, K.MEMBER_LEFT, "the member left the group")
@@ -738,7 +728,6 @@ class ConsumerProtocol:
         self.groups.pop(group_id, None)
         self.ctx.write(ConsumerGroupRecord(group_id, None))
         self.ctx.emit(K.DEAD, group)
-        self.ctx.changed(group)
         return ErrorCode.NONE
 
     # ============================================================ durable state
@@ -759,6 +748,7 @@ class ConsumerProtocol:
             group.subscribed_topics = self._subscribed_topics(group, self._topics())
             group.assignor_name = self._assignor_name(group)
         self.groups[group.group_id] = group
+        self.ctx.changed(group)  # read back, not written: no record or event tells of it
         for member_id, member in group.members.items():
             self._schedule_session(group, member_id, member.classic.session_timeout_ms if member.classic else None)
         for member in group.members.values():

@@ -2,14 +2,17 @@
 and the operation in progress.
 
 An operation is one request or one timer. While it runs, the changes it makes are
-collected: records to write, events to publish, parked requests to answer, groups whose
-waiters must look again. When it ends, the records are written first (all of them, to the
-record sink); only if that succeeds are offsets changed (by replaying the records), events
-published and answers released. If the write fails for any reason, no answer of the
-operation says it succeeded: each carries COORDINATOR_NOT_AVAILABLE, nothing is
-published, offsets stay as they were, and the coordinator answers
-COORDINATOR_NOT_AVAILABLE from then on, until a restart rebuilds memory from what the
-disk holds. (Kafka reverts its in-memory snapshot and carries on; see docs/deviations.md.)
+collected: records to write, events to publish, parked requests to answer, and the groups
+those records and events are about, whose waiters must look again (every change a waiter
+can see, a group's state, members or generation, is told by an event or written in a
+record, so only a change without either is marked by hand: a group loaded from durable
+state). When it ends, the records are written first (all of them, to the record sink); only
+if that succeeds are offsets changed (by replaying the records), events published and
+answers released. If the write fails for any reason, no answer of the operation says it
+succeeded: each carries COORDINATOR_NOT_AVAILABLE, nothing is published, offsets stay as
+they were, and the coordinator answers COORDINATOR_NOT_AVAILABLE from then on, until a
+restart rebuilds memory from what the disk holds. (Kafka reverts its in-memory snapshot and
+carries on; see docs/deviations.md.)
 """
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ class _Operation:
         self.records: list[Record] = []
         self.events: list[GroupEvent] = []
         self.answers: list[tuple[Callable[[Any], None], Any]] = []
-        self.changed: dict[str, None] = {}  # ordered set of group ids
+        self.changed: dict[str, None] = {}  # ordered set of the ids of the groups written or emitted about
 
 
 class CoordinatorContext:
@@ -64,7 +67,8 @@ class CoordinatorContext:
         # COORDINATOR_LOAD_IN_PROGRESS, as a broker would answer during failover or loading.
         self.unavailable: dict[str | None, ErrorCode] = {}
         self.record_sink: RecordSink | None = None
-        # Called after every change to a group: lets waiters (wait_for) re-check.
+        # Called with the id of each group an operation wrote a record or emitted an event about,
+        # once its records are written: lets waiters (wait_for) re-check.
         self.on_change: Callable[[str], None] | None = None
         self._operation: _Operation | None = None
 
@@ -132,15 +136,21 @@ class CoordinatorContext:
             self.offsets.delete_group(record.group_id)
 
     def write(self, record: Record) -> None:
-        if self._operation is not None:
-            self._operation.records.append(record)
+        op = self._operation
+        if op is not None:
+            op.records.append(record)
+            op.changed[record.group_id] = None
         else:
             self.operation(lambda: self.write(record))
 
     def write_all(self, records: list[Record]) -> None:
         """write() each of `records` (a commit's offsets: one call, not one per partition)."""
-        if self._operation is not None:
-            self._operation.records.extend(records)
+        op = self._operation
+        if op is not None:
+            op.records.extend(records)
+            changed = op.changed
+            for record in records:
+                changed[record.group_id] = None
         else:
             self.operation(lambda: self.write_all(records))
 
@@ -162,10 +172,14 @@ class CoordinatorContext:
             client_id=member.client_id if member else None,
             client_host=member.client_host if member else None,
             reason=reason, protocol=group.protocol_name, members=group.size, details=details, cause=cause)
-        if self._operation is not None:
-            self._operation.events.append(event)
+        op = self._operation
+        if op is not None:
+            op.events.append(event)
+            op.changed[group.group_id] = None
         else:
             self.bus.publish(event)
+            if self.on_change is not None:
+                self.on_change(group.group_id)
 
     def event_mark(self) -> int:
         """Where the operation's events stand now, for `drop_events_since`."""
@@ -176,9 +190,12 @@ class CoordinatorContext:
         if self._operation is not None:
             del self._operation.events[mark:]
 
-    def changed(self, group: Group) -> None:
-        if self._operation is not None:
-            self._operation.changed[group.group_id] = None
+    def changed(self, group) -> None:
+        """Tell `group`'s waiters to look again where no record or event of the operation
+        tells of its change (a group loaded from durable state)."""
+        op = self._operation
+        if op is not None:
+            op.changed[group.group_id] = None
         elif self.on_change is not None:
             self.on_change(group.group_id)
 
@@ -197,4 +214,3 @@ class CoordinatorContext:
         self.groups.pop(group.group_id, None)
         self.write(GroupMetadataRecord(group.group_id, None))
         self.emit(EventKind.DEAD, group, before=before)
-        self.changed(group)

@@ -70,8 +70,7 @@ class ClassicMembership:
         consumer_group = ctx.consumer_groups.get(req.group_id)
         if consumer_group is not None and not consumer_group.is_empty():
             # A classic member joins a consumer group (online migration).
-            self.migration.join(consumer_group, req, respond)
-            return ctx.changed(consumer_group)
+            return self.migration.join(consumer_group, req, respond)
         group = ctx.groups.get(req.group_id)
         if group is None and consumer_group is not None:
             # An empty consumer group gives way to a classic one; its offsets stay. Its records end
@@ -93,7 +92,6 @@ class ClassicMembership:
             self._join_new_member(group, req, respond)
         else:
             self._join_existing_member(group, req, respond)
-        ctx.changed(group)
 
     def _group_full(self, group: Group) -> bool:
         return group.size + len(group.pending_members) >= self.ctx.config.max_group_size
@@ -261,7 +259,6 @@ class ClassicMembership:
                          lambda: self._complete_join(group_id))
             # Like Kafka's tryCompleteElseWatch: a DelayedJoin may be complete already.
             self._maybe_complete_join(group)
-        ctx.changed(group)
 
     def _initial_join_expired(self, group_id: str) -> None:
         ctx = self.ctx
@@ -313,7 +310,6 @@ class ClassicMembership:
         if group.is_in(S.EMPTY):
             ctx.emit(K.EMPTY, group, before=before)
             self._record_group(group)
-            ctx.changed(group)
             return
         group.pending_sync = set(group.members)
         for member in list(group.members.values()):
@@ -325,7 +321,6 @@ class ClassicMembership:
         generation = group.generation
         ctx.schedule(_sync_key(group_id), group.rebalance_timeout_ms(),
                      lambda: self._pending_sync_expired(group_id, generation))
-        ctx.changed(group)
 
     def _pending_sync_expired(self, group_id: str, generation: int) -> None:
         group = self.ctx.groups.get(group_id)
@@ -383,7 +378,6 @@ class ClassicMembership:
         group.pending_members.discard(member_id)
         self.ctx.emit(K.MEMBER_EXPIRED, group, member_id=member_id, reason="pending member id expired")
         self._maybe_complete_join(group)
-        self.ctx.changed(group)
 
     def _remove_member(self, group: Group, member: Member, kind: K, reason: str) -> None:
         ctx = self.ctx
@@ -406,7 +400,6 @@ class ClassicMembership:
             self.prepare_rebalance(group, reason, cause)
         elif group.is_in(S.PREPARING_REBALANCE):
             self._maybe_complete_join(group)
-        self.ctx.changed(group)
 
     # ============================================================== SyncGroup
     def sync_group(self, req: SyncRequest, respond: Respond) -> None:
@@ -447,7 +440,6 @@ class ClassicMembership:
                         cb, m.sync_callback = m.sync_callback, None
                         ctx.answer(cb, SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name,
                                                   m.assignment))
-            ctx.changed(group)
             return
         # Stable: hand back the stored assignment.
         self._schedule_heartbeat(group, member, member.session_timeout_ms)
@@ -519,7 +511,6 @@ class ClassicMembership:
                                        + " on LeaveGroup", Cause.MEMBER_LEFT)
         elif group.is_in(S.PREPARING_REBALANCE):
             self._maybe_complete_join(group)
-        ctx.changed(group)
         return LeaveResult(ErrorCode.NONE, results)
 
     # ========================================================= fault hooks
@@ -557,6 +548,7 @@ class ClassicMembership:
                              m["rebalance_timeout_ms"], m["session_timeout_ms"], m["protocol_type"],
                              [tuple(p) for p in m["protocols"]], assignment=m["assignment"]))
         ctx.groups[group.group_id] = group
+        ctx.changed(group)  # read back, not written: no record or event tells of it
         if not record["members"]:
             group.load_state(S.EMPTY)
             group.emptied_at_ms = group.emptied_at_ms or now

@@ -254,7 +254,6 @@ class Migration:
             self.membership.prepare_rebalance(classic, f"Downgrade group {gid} from consumer to classic "
                                                        + ("with stale assignment." if joining is not None
                                                           else "for member leaving."), Cause.MEMBER_LEFT)
-        ctx.changed(classic)
         return classic
 
     # ======================================================= classic members
@@ -349,7 +348,6 @@ class Migration:
             self._schedule_fence(_consumer_sync_key(group.group_id, member_id), group.group_id, member_id,
                                  req.rebalance_timeout_ms, "the member failed to sync within timeout")
             consumer._record(group)
-            ctx.changed(group)
         ctx.answer(respond, JoinResult(ErrorCode.NONE, member_id, after.member_epoch, PROTOCOL_TYPE,
                                        updated.classic.protocol_name, "", False, []))
 

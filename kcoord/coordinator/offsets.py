@@ -31,9 +31,6 @@ class OffsetStore:
     def all(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
         return dict(self._groups.get(group_id, {}))
 
-    def has_offsets(self, group_id: str) -> bool:
-        return bool(self._groups.get(group_id))
-
     def delete(self, group_id: str, topic: str, partition: int) -> bool:
         offsets = self._groups.get(group_id)
         if not offsets or offsets.pop((topic, partition), None) is None:

@@ -72,9 +72,5 @@ def group_metadata(group: Group) -> GroupMetadataRecord:
     })
 
 
-def group_tombstone(group_id: str) -> GroupMetadataRecord:
-    return GroupMetadataRecord(group_id, None)
-
-
 def offset_tombstone(group_id: str, topic: str, partition: int) -> OffsetCommitRecord:
     return OffsetCommitRecord(group_id, topic, partition, None)

@@ -16,13 +16,17 @@ after it was added. Actions:
   rebalance     force a rebalance of the request's (or the rule's) group now, then handle
 
 `unavailable` needs no request to match: it applies from the moment it is added.
-The server calls `FaultInjector.note` on every request (counts and history) and
+A rule that could fire on no request as written is refused when it is given, with one line
+saying why (`FaultRuleError`); one that can fire on some requests only (an `error` for an
+api whose early versions have no error for a whole request) matches only those.
+The server calls `FaultInjector.note` on every request (its number and group in the history) and
 `FaultInjector.around` only while rules exist: with none, a request builds nothing here.
 """
 from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import itertools
 import json
 import logging
@@ -32,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Awaitable, Callable
 
 from kcoord.api import NoErrorResponse, named_group, registry
-from wire import codec
+from wire import codec, specs
 from wire.errors import ErrorCode
 from wire.types import Message
 
@@ -125,7 +129,58 @@ class FaultRule:
             raise FaultRuleError("action 'delay' needs delay_ms > 0")
         if rule.times is None and rule.every is None and rule.seconds is None and rule.action != "unavailable":
             rule.times = 1  # a rule with no duration fires once
+        rule._refuse_if_it_cannot_fire()
         return rule
+
+    def _refuse_if_it_cannot_fire(self) -> None:
+        """FaultRuleError, saying why, for a rule no request could ever make fire."""
+        for name in ("times", "every"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise FaultRuleError(f"{name}={value} would never fire: it counts matches from 1")
+        if self.seconds is not None and self.seconds <= 0:
+            raise FaultRuleError(f"seconds={self.seconds:g} would never fire: the rule would end as it is added")
+        if self.action == "unavailable" and self.api is None:
+            # The coordinator switch matches no request: request filters and counts cannot apply.
+            given = [name if name != "times" else "times (or once)"
+                     for name in ("member", "client", "version", "times", "every") if getattr(self, name) is not None]
+            if given:
+                raise FaultRuleError(f"unavailable with no api is the coordinator switch for group= (or every "
+                                     f"group) while the rule lives; it cannot take {', '.join(given)} "
+                                     f"(name an api to fail only matching requests)")
+            return
+        served = registry()
+        if self.api is not None and self.api not in served:
+            raise FaultRuleError(f"api {self.api} is not served: its requests close the connection before any "
+                                 f"rule sees them")
+        scope = served[self.api].name if self.api is not None else "any api"
+        candidates = [(d, v) for d in ([served[self.api]] if self.api is not None else served.values())
+                      for v in range(d.min_version, d.max_version + 1) if self.version in (None, v)]
+        if self.version is not None:
+            scope += f" v{self.version}"
+            if not candidates:
+                d = served.get(self.api)
+                raise FaultRuleError(f"{scope} is not served" + (f" (v{d.min_version}-v{d.max_version})" if d else ""))
+        needs = []
+        if self.group is not None:
+            needs.append((lambda d, v: d.groups is not None, f"names no group, so group={self.group} never matches"))
+        if self.member is not None:
+            needs.append((lambda d, v: _has_member_id(d.key, v),
+                          f"carries no member_id, so member={self.member} never matches"))
+        if self.action in ("error", "unavailable"):
+            needs.append((lambda d, v: can_fail(d.key, v),
+                          f"has no answer that fails a whole request (its errors are per topic or partition), "
+                          f"so {self.action} {self.error.name} cannot be answered: use drop_before, drop_after "
+                          f"or delay"))
+        elif self.action == "expire_member":
+            needs.append((lambda d, v: d.groups is not None and _has_member_id(d.key, v),
+                          "names no group with a member_id, so expire_member has no member to expire"))
+        elif self.action == "rebalance":
+            needs.append((lambda d, v: d.groups is not None, "names no group, so rebalance has none to rebalance"))
+        for need, why in needs:
+            candidates = [(d, v) for d, v in candidates if need(d, v)]
+            if not candidates:
+                raise FaultRuleError(f"{scope} {why}")
 
     @classmethod
     def parse(cls, text: str) -> "FaultRule":
@@ -158,7 +213,21 @@ class FaultRule:
                 and (self.version is None or self.version == api_version)
                 and (self.client is None or self.client == client_id)
                 and (self.group is None or self.group == group)
-                and (self.member is None or self.member == member))
+                and (self.member is None or self.member == member)
+                and self._can_act_on(api_key, api_version, group, member))
+
+    def _can_act_on(self, api_key: int, api_version: int, group, member) -> bool:
+        """Whether the action can do what it says to this request: a rule waits for one it can
+        act on rather than fire on one it cannot (counted, and doing nothing or breaking the
+        connection)."""
+        action = self.action
+        if action in ("error", "unavailable"):
+            return can_fail(api_key, api_version)
+        if action == "expire_member":
+            return group is not None and member is not None
+        if action == "rebalance":
+            return group is not None
+        return True
 
     def take(self) -> bool:
         """Count a match; whether the rule fires on it."""
@@ -191,12 +260,26 @@ def request_group(api_key: int, api_version: int, body) -> str | None:
     return groups[0] if groups else None
 
 
-def error_body(api_key: int, api_version: int, body, error: ErrorCode) -> dict:
-    """The response Kafka sends when request `body` fails as a whole with `error`."""
+@functools.cache
+def can_fail(api_key: int, api_version: int) -> bool:
+    """Whether kcoord can answer a request of this api and version with an error for the whole
+    request (ApiDescriptor.failure): Produce, Metadata and others answer errors per topic or
+    partition only, and some apis only from a version on (Fetch from v7)."""
+    descriptor = registry()[api_key]
+    # A request with every field at its default: what the descriptor's groups and failure see.
+    body = codec.decode_request(codec.encode_request(api_key, api_version, {"correlation_id": 0}, {})).body
     try:
-        return registry()[api_key].failure(api_version, body, error)
-    except NoErrorResponse as err:
-        raise FaultRuleError(f"{err}: use drop_before/delay for it") from None
+        descriptor.failure(api_version, body, ErrorCode.UNKNOWN_SERVER_ERROR)
+    except NoErrorResponse:
+        return False
+    return True
+
+
+@functools.cache
+def _has_member_id(api_key: int, api_version: int) -> bool:
+    """Whether requests of this api and version carry the `member_id` a rule's `member` matches."""
+    return any(f.attr == "member_id" and api_version in f.versions
+               for f in specs.spec_for(api_key, "request").fields)
 
 
 class FaultInjector:
@@ -204,7 +287,6 @@ class FaultInjector:
         self.coordinator = coordinator   # a CoordinatorService, for unavailable/expire/rebalance
         self.rules: list[FaultRule] = []
         self.fired_log: list[dict] = []  # what fired, in order (bounded)
-        self.seen: dict[int, int] = {}   # api key -> requests seen, to observe client recovery
         # (sequence number, api key, group) of the latest requests: what a client did after a fault.
         self.history: collections.deque = collections.deque(maxlen=HISTORY_REQUESTS)
         self._seq = 0
@@ -215,6 +297,8 @@ class FaultInjector:
             rule = FaultRule.parse(rule)
         elif isinstance(rule, dict):
             rule = FaultRule.from_dict(rule)
+        else:
+            rule._refuse_if_it_cannot_fire()  # from_dict and parse refuse such a rule themselves
         self.rules.append(rule)
         if rule.action == "unavailable" and rule.api is None:
             self._switch(rule, on=True)
@@ -267,9 +351,8 @@ class FaultInjector:
 
     # ------------------------------------------------------------ the server hook
     def note(self, req) -> str | None:
-        """Count a request and keep it in the history (what a client did after a fault); its group."""
+        """Number a request and keep it in the history (what a client did after a fault); its group."""
         key = req.api_key
-        self.seen[key] = self.seen.get(key, 0) + 1
         self._seq += 1
         body = req.body
         if type(body) is Message and _NAMES_ONE_GROUP[key]:
@@ -308,7 +391,7 @@ class FaultInjector:
                  req.api_version, group, member)
         action = rule.action
         if action in ("error", "unavailable"):
-            body_out = error_body(req.api_key, req.api_version, body, rule.error)
+            body_out = registry()[req.api_key].failure(req.api_version, body, rule.error)
             if answered is not None:
                 answered(body_out)
             return codec.encode_response(req.api_key, req.api_version, {"correlation_id": req.correlation_id},
@@ -321,11 +404,11 @@ class FaultInjector:
         if action == "drop_after":
             await handle()
             return False
-        target_group = rule.group or group
-        if action == "expire_member" and target_group and (rule.member or member):
-            await self.expire_member(target_group, rule.member or member)
-        elif action == "rebalance" and target_group:
-            await self.force_rebalance(target_group)
+        # A rule's group and member are filters too: the request's are the rule's, when it has any.
+        if action == "expire_member":
+            await self.expire_member(group, member)
+        elif action == "rebalance":
+            await self.force_rebalance(group)
         return await handle()
 
 

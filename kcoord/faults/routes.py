@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from kcoord.admin.http import HttpError, HttpRequest, HttpResponse
-from kcoord.faults import FaultInjector, FaultRuleError
+from kcoord.faults import FaultInjector, FaultRule, FaultRuleError
 
 
 def install_faults(app) -> FaultInjector:
@@ -18,7 +18,10 @@ def install_faults(app) -> FaultInjector:
     for server in app.servers:
         server.faults = injector
     for rule in app.config.fault_rules:
-        injector.add(rule)
+        try:
+            injector.add(rule)
+        except FaultRuleError as err:  # `kcoord serve` prints it as its one line
+            raise FaultRuleError(f"fault rule {rule!r}: {err}") from None
     if app.http is not None:
         _routes(app.http, injector)
     return injector
@@ -31,7 +34,10 @@ def _routes(http, injector: FaultInjector) -> None:
     async def add_faults(request: HttpRequest) -> HttpResponse:
         spec = request.json()
         try:
-            added = [injector.add(s) for s in (spec if isinstance(spec, list) else [spec])]
+            # Every rule is read before any is added: one refused rule adds none of them.
+            rules = [FaultRule.parse(s) if isinstance(s, str) else FaultRule.from_dict(s)
+                     for s in (spec if isinstance(spec, list) else [spec])]
+            added = [injector.add(r) for r in rules]
         except (FaultRuleError, ValueError, TypeError) as err:
             raise HttpError(400, str(err)) from None
         return HttpResponse.json({"rules": [r.to_dict() for r in added]}, status=201)

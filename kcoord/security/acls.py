@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
 
-from kcoord.api import GroupBatch, GroupOperation, TopicOperation, registry
+from kcoord.security.acl_needs import GroupOperation, TopicOperation
 from wire.errors import ErrorCode
 from wire.types import Message
 
@@ -366,11 +366,14 @@ class Authorizer:
         self.created, self.deleted_static = created, deleted_static
         self._rebuild()
 
-    async def authorize(self, connection, api_key: int, api_version: int, body,
+    async def authorize(self, connection, descriptor, api_version: int, body,
                         handle: Callable[[Message], Awaitable[dict | None]]) -> dict | None:
         """The response to `body`: from `handle` for what the principal may do, with
-        GROUP_AUTHORIZATION_FAILED for each group it may not."""
-        descriptor = registry()[api_key]
+        GROUP_AUTHORIZATION_FAILED for each group it may not.
+
+        `descriptor` is the request's kcoord.api.ApiDescriptor, handed in by the server: its
+        `group_acl`, the groups it names at a version (one id, or a batch with its request and
+        response fields) and its whole-request failure."""
         acl = descriptor.group_acl
         if acl is None:
             return await handle(body)
@@ -384,7 +387,7 @@ class Authorizer:
         named = descriptor.groups(api_version, body)
         if named is None:
             return await handle(body)
-        if not isinstance(named, GroupBatch):
+        if isinstance(named, str):
             if self.allowed(principal, acl.operation, named, host):
                 return await handle(body)
             return descriptor.failure(api_version, body, DENIED)
@@ -402,8 +405,6 @@ class Authorizer:
                                           + [{**named.entry(g, DENIED), **message} for g in sorted(denied)])
         return response
 
-
-GroupAcls = Authorizer  # its name while it knew groups only
 
 
 class TopicGate:
@@ -431,10 +432,10 @@ class TopicGate:
         return self._decided[name]
 
 
-def topic_gate(ctx, operation: "TopicOperation | str | None" = None) -> TopicGate:
+def topic_gate(ctx, operation: TopicOperation | str | None = None) -> TopicGate:
     """The gate for the request's topics: the operation of its API's descriptor (`topic_acl`),
     or the one given."""
-    acl = registry()[ctx.api_key].topic_acl
+    acl = ctx.api.topic_acl
     if operation is None:
         if acl is None:
             raise ValueError(f"api {ctx.api_key} has no topic ACL")

@@ -59,9 +59,6 @@ class SaslGate:
             auth = conn.sasl = ConnectionAuth()
         return auth
 
-    def authenticated(self, conn) -> bool:
-        return self.state(conn).stage is Stage.DONE
-
     def check(self, conn, payload: bytes):
         """None lets the request through to its handler; bytes answer it; False closes."""
         auth = self.state(conn)

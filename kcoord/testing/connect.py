@@ -4,7 +4,7 @@
 
     with ConnectCluster(bootstrap, protocol="sessioned", max_delay_ms=10_000) as cluster:
         cluster.add_workers(3)                       # started together, each its own JVM
-        cluster.create_connector("src-a", file_source_config(tmp / "a.txt", topic, tasks=4))
+        cluster.create_connector("src-a", verifiable_source_config(topic, tasks=4))
         status = cluster.wait_running({"src-a": 4}, workers=3)
         cluster.stop(cluster.workers[0])             # SIGTERM: leaves the group
         cluster.kill(cluster.workers[1])             # SIGKILL: found out by the session timeout
@@ -41,7 +41,6 @@ from kcoord.testing.reference_kafka import JDK_HINT, free_port, kafka_version
 POM = Path(__file__).with_name("connect") / "pom.xml"
 MARKER = maven.MARKER
 MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
-FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 VERIFIABLE_SOURCE = "org.apache.kafka.connect.tools.VerifiableSourceConnector"
 # As kcoord.testing.kafka_tools: a worker holds a few tasks; the C1-only JIT and the serial GC
 # start it with far less CPU, which four workers and a broker on 2 shared cores need.
@@ -99,12 +98,6 @@ def classpath(version: str | None = None) -> str:
     if not (home / MARKER).exists() or not any(libs.glob("connect-file-*.jar")):
         raise ConnectUnavailable(f"Kafka Connect's jars are not in {libs}: {INSTALL_HINT}")
     return f"{libs}/*"
-
-
-def file_source_config(path: Path | str, topic: str) -> dict[str, str]:
-    """A FileStreamSourceConnector reading `path` into `topic`. It always makes one task,
-    whatever tasks.max says (one file, one reader)."""
-    return {"connector.class": FILE_SOURCE, "tasks.max": "1", "file": str(path), "topic": topic}
 
 
 def verifiable_source_config(topic: str, tasks: int = 4, throughput: int = 5) -> dict[str, str]:

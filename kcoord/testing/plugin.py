@@ -108,10 +108,6 @@ class KcoordHandle:
     def faults_fired(self) -> list[dict]:
         return list(self._thread.app.faults.fired_log)
 
-    def requests_seen(self, api_key: int) -> int:
-        """How many requests with `api_key` reached the server so far."""
-        return self._thread.app.faults.seen.get(api_key, 0)
-
     def requests_after(self, seq: int, api_key: int, group: str | None = None) -> int:
         """Requests with `api_key` (for `group`) that arrived after request number `seq`
         (the "seq" of a faults_fired() entry): did the client recover as it should?"""

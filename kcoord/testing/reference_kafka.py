@@ -199,10 +199,6 @@ class ReferenceKafka:
             return self.dir / "server.log"
         return self._kept_log
 
-    @property
-    def stdout_path(self) -> Path | None:
-        return None if self.dir is None else self.dir / "stdout.log"
-
     def __enter__(self) -> "ReferenceKafka":
         return self.start()
 

@@ -233,7 +233,6 @@ class VerifiableConsumer(_Tool):
         self.rebalances = 0  # partitions_assigned events (incremental ones count too)
         self.position: dict[TopicPartition, int] = {}  # next offset this process will read
         self.consumed: dict[TopicPartition, list[tuple[int, int]]] = defaultdict(list)  # (min, max) ranges
-        self.total_consumed = 0
         self.last_commit: dict[TopicPartition, int] = {}
         self.commits: list[dict[TopicPartition, int]] = []
         self.commit_errors: list[str] = []
@@ -252,7 +251,6 @@ class VerifiableConsumer(_Tool):
                 self.position.pop(tp, None)
             self.assignments.append(frozenset(self.assignment))
         elif name == "records_consumed":
-            self.total_consumed += event.get("count", 0)
             for p in event.get("partitions", ()):
                 tp = (p["topic"], p["partition"])
                 self.consumed[tp].append((p["minOffset"], p["maxOffset"]))
@@ -279,9 +277,6 @@ class VerifiableConsumer(_Tool):
         with self.lock:
             return {(tp, off) for tp, ranges in self.consumed.items() for lo, hi in ranges
                     for off in range(lo, hi + 1)}
-
-    def wait_started(self, timeout: float = 30.0) -> None:
-        self.wait(lambda c: "startup_complete" in [e.get("name") for e in c.events], timeout, "startup_complete")
 
 
 def _group_union(consumers: list[VerifiableConsumer]) -> list[TopicPartition]:

@@ -10,7 +10,7 @@ import pytest
 
 from kcoord.conformance import differential, transcript
 from kcoord.conformance.members import CONSUMER_PROTOCOL_CLIENTS
-from kcoord.conformance.recorder import ProxyThread, Transcript, jsonable
+from kcoord.conformance.recorder import ProxyThread, jsonable
 from wire import codec
 
 JOIN, SYNC, HEARTBEAT, FIND, API_VERSIONS, METADATA, FETCH = 11, 14, 12, 10, 18, 3, 1

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 import urllib.request
 
@@ -13,7 +15,7 @@ from kcoord.faults import FaultRule, FaultRuleError
 from kcoord.testing.plugin import KcoordHandle, start_server
 from wire.errors import ErrorCode as E
 
-JOIN, HEARTBEAT, FIND = 11, 12, 10
+JOIN, HEARTBEAT, FIND, FETCH = 11, 12, 10, 1
 
 
 def _join_body(group, member_id="", session_ms=10000):
@@ -146,7 +148,7 @@ def _http(url, method="GET", body=None):
         with urllib.request.urlopen(req, timeout=10) as resp:
             return resp.status, json.loads(resp.read() or b"null")
     except urllib.error.HTTPError as err:
-        return err.code, None
+        return err.code, json.loads(err.read() or b"null")
 
 
 def test_http_fault_routes():
@@ -189,3 +191,77 @@ def test_serve_takes_fault_flags_and_file(tmp_path):
         assert [r["error"] for r in thread.app.faults.list()] == ["NOT_COORDINATOR", "REBALANCE_IN_PROGRESS"]
     finally:
         thread.stop()
+
+
+# Rules no request could make fire, each with the one line kcoord refuses it with.
+NEVER_FIRE = [
+    ({"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER"},
+     "Produce has no answer that fails a whole request (its errors are per topic or partition), so error "
+     "NOT_LEADER_OR_FOLLOWER cannot be answered: use drop_before, drop_after or delay"),
+    ({"api": "Fetch", "version": 5, "error": "NOT_COORDINATOR"},
+     "Fetch v5 has no answer that fails a whole request"),
+    ({"api": "CreateTopics", "action": "unavailable"}, "CreateTopics has no answer that fails a whole request"),
+    ({"api": "JoinGroup", "version": 12, "action": "drop_before"}, "JoinGroup v12 is not served (v0-v9)"),
+    ({"api": 99, "action": "drop_before"}, "api 99 is not served"),
+    ({"api": "Metadata", "group": "g", "action": "delay", "delay_ms": 5},
+     "Metadata names no group, so group=g never matches"),
+    ({"api": "LeaveGroup", "version": 3, "member": "m", "action": "drop_after"},
+     "LeaveGroup v3 carries no member_id, so member=m never matches"),
+    ({"api": "DescribeGroups", "action": "expire_member"},
+     "DescribeGroups names no group with a member_id, so expire_member has no member to expire"),
+    ({"api": "Produce", "action": "rebalance"}, "Produce names no group, so rebalance has none to rebalance"),
+    ({"api": "Heartbeat", "action": "drop_before", "every": 0}, "every=0 would never fire"),
+    ({"api": "Heartbeat", "action": "drop_before", "times": 0}, "times=0 would never fire"),
+    ({"action": "unavailable", "group": "g", "once": True},
+     "unavailable with no api is the coordinator switch for group= (or every group) while the rule lives; "
+     "it cannot take times (or once)"),
+]
+
+
+@pytest.mark.parametrize("spec,why", NEVER_FIRE, ids=[json.dumps(s) for s, _ in NEVER_FIRE])
+def test_a_rule_that_could_never_fire_is_refused_with_why(kcoord_server, spec, why):
+    with pytest.raises(FaultRuleError) as refused:
+        kcoord_server.fault(**spec)
+    assert why in str(refused.value) and "\n" not in str(refused.value)
+    assert kcoord_server.app.faults.list() == []
+
+
+def test_an_error_rule_fires_only_on_versions_that_can_carry_it(kcoord_server):
+    # Fetch has an error for the whole request from v7 on: a v4 fetch is served as usual and
+    # does not count, and the rule waits for a request it can answer.
+    kcoord_server.fault(api="Fetch", error="UNKNOWN_SERVER_ERROR", once=True)
+
+    async def fetches(conn):
+        old = await conn.call(FETCH, 4, {"replica_id": -1, "max_wait_ms": 0, "topics": []})
+        new = await conn.call(FETCH, 12, {"replica_id": -1, "max_wait_ms": 0, "topics": []})
+        again = await conn.call(FETCH, 12, {"replica_id": -1, "max_wait_ms": 0, "topics": []})
+        return old, new, again
+    old, new, again = _raw(kcoord_server, fetches)
+    assert old.responses == [] and new.error_code == E.UNKNOWN_SERVER_ERROR and again.error_code == 0
+    assert [(f["api"], f["version"]) for f in kcoord_server.faults_fired()] == [(FETCH, 12)]
+
+
+def test_http_refuses_a_rule_that_could_never_fire_with_why():
+    thread = start_server(http_host="127.0.0.1", http_port=0)
+    try:
+        base = f"http://127.0.0.1:{thread.app.http.port}"
+        status, out = _http(base + "/faults", "POST", {"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER"})
+        assert status == 400 and out["error"].startswith("Produce has no answer that fails a whole request")
+        # One bad rule in a list adds none of them.
+        status, out = _http(base + "/faults", "POST", [{"api": "Heartbeat", "action": "drop_before"},
+                                                        {"api": "Metadata", "group": "g", "action": "drop_before"}])
+        assert status == 400 and out["error"] == "Metadata names no group, so group=g never matches"
+        assert _http(base + "/faults")[1]["rules"] == []
+    finally:
+        thread.stop()
+
+
+def test_serve_refuses_a_fault_rule_that_could_never_fire_in_one_line():
+    done = subprocess.run([sys.executable, "-m", "kcoord", "serve", "--listen", "127.0.0.1:0",
+                           "--fault", "api=Produce,error=NOT_LEADER_OR_FOLLOWER"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "kcoord: cannot start: fault rule 'api=Produce,error=NOT_LEADER_OR_FOLLOWER': Produce has no answer that "
+        "fails a whole request (its errors are per topic or partition), so error NOT_LEADER_OR_FOLLOWER cannot "
+        "be answered: use drop_before, drop_after or delay"]

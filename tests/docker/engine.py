@@ -47,7 +47,6 @@ def require_docker_sdk():
 class Engine:
     client: object          # docker.DockerClient
     host: str               # the DOCKER_HOST URL it answers on
-    started_here: bool
 
     def env(self) -> dict[str, str]:
         """Environment for docker / docker-compose commands that talk to this engine."""
@@ -70,7 +69,7 @@ def docker_engine(timeout: float = 120.0):
     docker = require_docker_sdk()
     client = _answering_client(docker, None)
     if client is not None:
-        yield Engine(client, os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"), started_here=False)
+        yield Engine(client, os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"))
         client.close()
         return
 
@@ -94,7 +93,7 @@ def docker_engine(timeout: float = 120.0):
                 pytest.fail(f"dockerd did not answer within {timeout}s:\n{_tail(root / 'dockerd.log')}", pytrace=False)
             time.sleep(0.5)
             client = _answering_client(docker, host) if sock.exists() else None
-        yield Engine(client, host, started_here=True)
+        yield Engine(client, host)
         client.close()
     finally:
         # Only the dockerd started here (and its own containerd, which it stops).

@@ -11,7 +11,6 @@ from pathlib import Path
 @dataclass
 class Certs:
     ca: Path
-    ca_key: Path
     server_cert: Path
     server_key: Path
     client_cert: Path
@@ -44,5 +43,5 @@ def make_certs(d: Path) -> Certs:
     _ca(d, "otherca")
     _leaf(d, "server", "ca", "IP:127.0.0.1,DNS:localhost")
     _leaf(d, "client", "ca", "DNS:client")
-    return Certs(d / "ca.pem", d / "ca.key", d / "server.pem", d / "server.key", d / "client.pem",
+    return Certs(d / "ca.pem", d / "server.pem", d / "server.key", d / "client.pem",
                  d / "client.key", d / "otherca.pem")

@@ -146,7 +146,7 @@ def _fetch_error_and_earliest(bootstrap: str, topic: str, offset: int) -> tuple[
 
 
 def test_delete_records_moves_the_log_start_as_kafka_does(broker_any):
-    from tests.integration.clients import consume, produce
+    from tests.integration.clients import consume
 
     topic = f"trim-{uuid.uuid4().hex[:8]}"
     create_topic(broker_any.bootstrap, topic, 2)

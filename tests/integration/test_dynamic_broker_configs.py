@@ -3,7 +3,6 @@ with the reference Kafka 4.3.1: which of kcoord's modelled configs may change at
 errors for the others, and how DescribeConfigs then reports them (sources and synonyms)."""
 from __future__ import annotations
 
-import socket
 import time
 
 import pytest
@@ -15,7 +14,7 @@ from wire.errors import ErrorCode
 INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS, DESCRIBE_CONFIGS = 44, 33, 32
 BROKER = 4
 SET, DELETE, APPEND = 0, 1, 2
-DYNAMIC_BROKER, DYNAMIC_DEFAULT, STATIC, DEFAULT = 2, 3, 4, 5
+DYNAMIC_BROKER, DYNAMIC_DEFAULT, DEFAULT = 2, 3, 5
 BIG = "2147483647"
 
 

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from kcoord.protocol_client import Connection
-from kcoord.security.acls import AclFileError, GroupAcls
+from kcoord.security.acls import AclFileError, Authorizer
 from kcoord.testing.plugin import start_server
 from tests.integration.test_security import _with_topic, confluent_group, kafka_python_group, poll_confluent_until, wait_stable
 from wire.errors import ErrorCode
@@ -144,10 +144,10 @@ def test_acl_file_errors_name_the_line(tmp_path):
                       ("User:a Write g\n", "operation 'Write' is not one of")):
         bad.write_text("# ok\n" + text)
         with pytest.raises(AclFileError, match=why) as err:
-            GroupAcls.load(bad)
+            Authorizer.load(bad)
         assert ":2:" in str(err.value)
     bad.write_text("User:a all g-*\n")
-    acls = GroupAcls.load(bad)
+    acls = Authorizer.load(bad)
     assert acls.allowed("User:a", "Delete", "g-1") and not acls.allowed("User:a", "Read", "h")
 
 

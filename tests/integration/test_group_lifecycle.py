@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import uuid
 
 from kcoord.protocol_client import Connection
