@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import uuid
 
@@ -50,13 +51,17 @@ def _names(stem: str) -> tuple[str, str]:
     return f"{stem}-{suffix}", f"{stem}-group-{suffix}"
 
 
-def _run(tools, both, tool, *args, expect_code=0, kafka_differs=None, only=None) -> tuple[ToolResult, ToolResult]:
+def _run(tools, both, tool, *args, expect_code=0, kafka_differs=None, only=None,
+         also=None) -> tuple[ToolResult, ToolResult]:
     """The command on kcoord and on Kafka; the normalised outputs must be equal, or differ
     exactly as `kafka_differs` (a function from kcoord's normalised text to Kafka's) says.
     A listing is compared on the lines of the names in `only` (the shared Kafka holds other
-    tests' groups and topics), in any order: both brokers list in hash order."""
+    tests' groups and topics), in any order: both brokers list in hash order. `also`
+    normalises both stdouts further, after `normalise`."""
     k, ref = (tools.run(tool, b, *args) for b in both)
     out = [normalise(r.stdout) for r in (k, ref)]
+    if also is not None:
+        out = [also(text) for text in out]
     if only is not None:
         out = ["\n".join(sorted(line for line in text.splitlines() if line.split()[0] in {*only, "GROUP", "TOPIC"}))
                for text in out]
@@ -331,3 +336,72 @@ def test_consumer_perf_test_consumes_exactly_the_messages_asked_for(tools, both)
         # It consumed in the group: its offsets (committed on close) add up to what it read.
         k = tools.run("consumer-groups", bootstrap, "--describe", "--group", group)
         assert sum(int(row["CURRENT-OFFSET"]) for row in table(k.stdout)) == 300, k.stdout
+
+
+# ---- the cluster's tools: kafka-features, kafka-metadata-quorum, kafka-client-metrics ----
+
+# What the reference Kafka 4.3.1 reports where kcoord reports otherwise (docs/deviations.md,
+# "Feature levels"): SupportedMinVersion, SupportedMaxVersion, FinalizedVersionLevel.
+KAFKA_FEATURES = {
+    "eligible.leader.replicas.version": ("0", "1", "1"),
+    "group.version": ("0", "1", "1"),
+    "kraft.version": ("0", "1", "0"),
+    "metadata.version": ("3.3-IV3", "4.3-IV0", "4.3-IV0"),
+    "share.version": ("0", "1", "1"),
+    "streams.version": ("0", "1", "1"),
+    "transaction.version": ("0", "2", "2"),
+}
+KCOORD_FEATURES = [
+    "Feature: eligible.leader.replicas.version SupportedMinVersion: 1 SupportedMaxVersion: 1 FinalizedVersionLevel: 1",
+    "Feature: group.version SupportedMinVersion: 1 SupportedMaxVersion: 1 FinalizedVersionLevel: 1",
+    "Feature: kraft.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+    "Feature: metadata.version SupportedMinVersion: 4.3-IV0 SupportedMaxVersion: 4.3-IV0 FinalizedVersionLevel: 4.3-IV0",
+    "Feature: share.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+    "Feature: streams.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+    "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+]
+_FEATURE_LINE = re.compile(r"Feature: (\S+) SupportedMinVersion: \S+ SupportedMaxVersion: \S+ FinalizedVersionLevel: \S+")
+
+
+def _features_epoch(text: str) -> str:
+    """Kafka's epoch is the offset of its metadata log, which grows by a no-op record every
+    500 ms (metadata.max.idle.interval.ms); kcoord's is 0 (kcoord.features), asserted apart."""
+    return re.sub(r" Epoch: \d+$", " Epoch: <offset>", text, flags=re.M)
+
+
+def _kafka_features(kcoord_text: str) -> str:
+    def kafka_line(m: re.Match) -> str:
+        low, high, finalized = KAFKA_FEATURES[m.group(1)]
+        return (f"Feature: {m.group(1)} SupportedMinVersion: {low} SupportedMaxVersion: {high} "
+                f"FinalizedVersionLevel: {finalized}")
+    return _FEATURE_LINE.sub(kafka_line, kcoord_text)
+
+
+def test_features_describe(tools, both):
+    for args in (("describe",), ("describe", "--node-id", "1")):
+        k, _ = _run(tools, both, "features", *args, also=_features_epoch, kafka_differs=_kafka_features)
+        assert normalise(k.stdout).splitlines() == [f"{line} Epoch: 0" for line in KCOORD_FEATURES]
+
+
+def test_api_versions_carry_the_features_from_v3_and_those_with_minimum_0_from_v4(both):
+    from kcoord.protocol_client import Connection
+
+    def features(bootstrap: str, version: int):
+        with Connection.to(bootstrap) as conn:
+            r = conn.call(18, version, {"client_software_name": "kcoord-test", "client_software_version": "1"})
+        return ({f.name: (f.min_version, f.max_version) for f in r.supported_features},
+                r.finalized_features_epoch,
+                {f.name: (f.min_version_level, f.max_version_level) for f in r.finalized_features})
+
+    for bootstrap in both:
+        (v3, _, finalized3), (v4, epoch, finalized4) = features(bootstrap, 3), features(bootstrap, 4)
+        assert v3 == {name: r for name, r in v4.items() if r[0] > 0}, bootstrap
+        assert finalized3 == finalized4 and epoch >= 0, bootstrap
+        # A feature at level 0 is off and left out of the finalized list.
+        assert all(low == high > 0 for low, high in finalized4.values()), bootstrap
+    v4, epoch, finalized = features(both[0], 4)
+    assert v4 == {"metadata.version": (30, 30), "kraft.version": (0, 0), "group.version": (1, 1),
+                  "transaction.version": (0, 0), "eligible.leader.replicas.version": (1, 1),
+                  "share.version": (0, 0), "streams.version": (0, 0)}
+    assert (epoch, finalized) == (0, {"metadata.version": (30, 30), "group.version": (1, 1),
+                                      "eligible.leader.replicas.version": (1, 1)})
