@@ -405,3 +405,57 @@ def test_api_versions_carry_the_features_from_v3_and_those_with_minimum_0_from_v
                   "share.version": (0, 0), "streams.version": (0, 0)}
     assert (epoch, finalized) == (0, {"metadata.version": (30, 30), "group.version": (1, 1),
                                       "eligible.leader.replicas.version": (1, 1)})
+
+
+def _quorum_offsets(text: str) -> str:
+    """Kafka's metadata log grows by a no-op record every 500 ms; kcoord's holds one record
+    (kcoord.quorum), asserted apart. Cluster ids are each cluster's own."""
+    text = re.sub(r"^(HighWatermark:) \d+$", r"\1 <offset>", text, flags=re.M)
+    text = re.sub(r"^(ClusterId:) \S+$", r"\1 <cluster-id>", text, flags=re.M)
+    return re.sub(r"^(\d+ [A-Za-z0-9_-]{22}) \d+ ", r"\1 <offset> ", text, flags=re.M)
+
+
+def _kafka_quorum(kcoord_text: str) -> str:
+    """kcoord's controller answers on its one listener; Kafka's has a CONTROLLER listener of
+    its own (docs/deviations.md, "DescribeQuorum")."""
+    return kcoord_text.replace('"PLAINTEXT:/<host>"', '"CONTROLLER:/<host>"')
+
+
+def test_metadata_quorum_describe(tools, both):
+    k, _ = _run(tools, both, "metadata-quorum", "describe", "--status", also=_quorum_offsets,
+                kafka_differs=_kafka_quorum)
+    assert normalise(k.stdout).splitlines() == [
+        "ClusterId: kcoord-cluster-00000001", "LeaderId: 1", "LeaderEpoch: 1", "HighWatermark: 1",
+        "MaxFollowerLag: 0", "MaxFollowerLagTimeMs: 0", 'CurrentVoters: [{"id": 1, "endpoints": ["PLAINTEXT:/<host>"]}]',
+        "CurrentObservers: []"]
+    k, _ = _run(tools, both, "metadata-quorum", "describe", "--replication", also=_quorum_offsets)
+    assert normalise(k.stdout).splitlines() == [
+        "NodeId DirectoryId LogEndOffset Lag LastFetchTimestamp LastCaughtUpTimestamp Status",
+        "1 AAAAAAAAAAAAAAAAAAAAAA 1 0 <ms> <ms> Leader"]
+    k, _ = _run(tools, both, "metadata-quorum", "describe", "--replication", "--human-readable",
+                also=lambda text: re.sub(r"\b\d+ ms ago\b", "<n> ms ago", _quorum_offsets(text)))
+    assert re.fullmatch(r"1 AAAAAAAAAAAAAAAAAAAAAA 1 0 \d+ ms ago \d+ ms ago Leader",
+                        normalise(k.stdout).splitlines()[1])
+    k, _ = _run(tools, both, "metadata-quorum", "describe", expect_code=1)
+    assert "One of --status or --replication must be specified with describe sub-command" in k.stderr
+
+
+def test_describe_quorum_for_another_partition_or_topic(both):
+    """Kafka's raft client answers only a request for exactly __cluster_metadata-0."""
+    from kcoord.protocol_client import Connection
+
+    requests = [
+        [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 1}]}],
+        [{"topic_name": "other", "partitions": [{"partition_index": 0}]}],
+        [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}, {"partition_index": 0}]}],
+        [],
+    ]
+    for version in (0, 1, 2):
+        for topics in requests:
+            answers = []
+            for bootstrap in both:
+                with Connection.to(bootstrap) as conn:
+                    answers.append(conn.call(55, version, {"topics": topics}))
+            assert answers[0] == answers[1], (version, topics)
+            assert all(p.error_code == 3 for t in answers[0].topics for p in t.partitions)
+            assert [t.topic_name for t in answers[0].topics] == [t["topic_name"] for t in topics]
