@@ -77,6 +77,7 @@ class Kcoord:
             # Loaded on the loop: restored members' session timers are loop timers.
             self.storage = DurableState(self.config.data_dir, self.coordinator.core, self.broker.topics,
                                         self.config.fsync, self.config.fsync_interval_ms)
+            self.storage.client_metrics = self.broker.client_metrics
             self.storage.load()
             self.offsets_topic.durable = self.storage
             self.storage.offsets_in_batches = True

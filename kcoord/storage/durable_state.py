@@ -25,6 +25,7 @@ Record payloads: one type byte, then JSON (metadata) or a binary batch.
     (written only when no __consumer_offsets batch carries the offset: see `offsets_in_batches`)
   T topic                                                   t topic tombstone
   S a partition's log start offset (DeleteRecords)
+  M client-metrics subscription (kcoord.client_metrics)     m its removal
   B record batch: u16 name length, name, i32 partition, batch bytes (offsets assigned)
 """
 from __future__ import annotations
@@ -140,6 +141,7 @@ class DurableState:
         # the offsets back from the topic, as Kafka's coordinator loads them. O records of an
         # older data dir are still read; the topic's records, written after them, win.
         self.offsets_in_batches = False
+        self.client_metrics = None   # kcoord.client_metrics.ClientMetricsStore, when there is one to keep
 
     # ---- start-up ------------------------------------------------------
     def load(self) -> None:
@@ -185,6 +187,9 @@ class DurableState:
                     del starts[key]
             elif kind == b"S":
                 starts[(value["t"], value["p"])] = value["s"]
+            elif kind in (b"M", b"m"):
+                if self.client_metrics is not None:
+                    self.client_metrics.restore(value["name"], value.get("configs", {}))
             else:
                 log.warning("%s: skipping a record of unknown type %r", self.log.path, kind)
         for t in topics.values():
@@ -210,6 +215,8 @@ class DurableState:
         for topic in self.topics.topics.values():
             self._watch(topic)
         self.core.record_sink = self
+        if self.client_metrics is not None:
+            self.client_metrics.observer = self
 
     def _offsets_from_topic(self, offsets: dict[tuple[str, str, int], dict]) -> None:
         """Apply the committed offsets __consumer_offsets holds, in log order, to `offsets`
@@ -302,6 +309,9 @@ class DurableState:
     def topic_deleted(self, topic) -> None:
         self.log.append(_json(b"t", {"name": topic.name}))
 
+    def client_metrics_changed(self, name: str, configs: dict[str, str]) -> None:
+        self.log.append(_json(b"M", {"name": name, "configs": configs}) if configs else _json(b"m", {"name": name}))
+
     def _watch(self, topic) -> None:
         self._watch_partitions(topic.name, topic.partitions)
 
@@ -375,6 +385,8 @@ class DurableState:
                     yield head + batch.data
                 if partition.log_start_offset > 0:
                     yield _json(b"S", {"t": topic.name, "p": partition.index, "s": partition.log_start_offset})
+        for name, configs in (self.client_metrics.subscriptions.items() if self.client_metrics is not None else ()):
+            yield _json(b"M", {"name": name, "configs": configs})
         for group_id, group in list(self.core.groups.items()):
             if group.protocol_type is not None:  # simple groups come back from their offsets
                 record = self.core.persisted_group(group_id)

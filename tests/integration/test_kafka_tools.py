@@ -20,7 +20,7 @@ import uuid
 
 import pytest
 
-from kcoord.testing.brokers import create_topic, wait_group
+from kcoord.testing.brokers import create_topic, wait_group, wait_subscription
 from kcoord.testing.kafka_tools import ToolResult, ToolSession, normalise, run_tool, table
 from kcoord.testing.reference_kafka import ReferenceKafkaUnavailable
 
@@ -459,3 +459,81 @@ def test_describe_quorum_for_another_partition_or_topic(both):
             assert answers[0] == answers[1], (version, topics)
             assert all(p.error_code == 3 for t in answers[0].topics for p in t.partitions)
             assert [t.topic_name for t in answers[0].topics] == [t["topic_name"] for t in topics]
+
+
+def _subscriptions_of(*names: str):
+    """`kafka-client-metrics --describe` without a name describes every subscription, in hash
+    order: only these, sorted (the shared Kafka may hold others)."""
+    def keep(text: str) -> str:
+        blocks = re.split(r"(?m)^(?=Client metrics configs for )", text)
+        ours = [b.strip() for b in blocks if (m := re.match(r"Client metrics configs for (\S+) are:", b))
+                and m.group(1) in names]
+        return "\n".join(sorted(ours))
+    return keep
+
+
+def test_client_metrics_alter_list_describe_delete(tools, both):
+    suffix = uuid.uuid4().hex[:8]
+    full, short, absent = f"cm-full-{suffix}", f"cm-short-{suffix}", f"cm-none-{suffix}"
+    cm = ("client-metrics",)
+    k, _ = _run(tools, both, *cm, "--alter", "--name", full, "--metrics",
+                "org.apache.kafka.producer.,org.apache.kafka.consumer.coordinator", "--interval", "1000",
+                "--match", "client_id=abc,client_software_name=Java")
+    assert k.stdout.strip() == f"Altered client metrics config for {full}."
+    _run(tools, both, *cm, "--alter", "--name", short, "--interval", "5000")
+    for b in both:
+        wait_subscription(b, short, {"interval.ms": "5000"})
+    k, _ = _run(tools, both, *cm, "--list", only=(full, short))
+    assert sorted(_ours(k.stdout, full, short)) == sorted([full, short])
+    k, _ = _run(tools, both, *cm, "--describe", "--name", full)
+    assert k.stdout.splitlines() == [f"Client metrics configs for {full} are:", "  interval.ms=1000",
+                                     "  match=client_id=abc,client_software_name=Java",
+                                     "  metrics=org.apache.kafka.producer.,org.apache.kafka.consumer.coordinator"]
+    k, _ = _run(tools, both, *cm, "--describe", also=_subscriptions_of(full, short))
+    assert f"Client metrics configs for {short} are:\n  interval.ms=5000\n  match=\n  metrics=" in k.stdout
+    k, _ = _run(tools, both, *cm, "--describe", "--name", absent)
+    assert k.stdout.strip() == f"The client metric resource {absent} doesn't exist and doesn't have dynamic config."
+
+    for args, error in (
+            (("--interval", "50"), "Invalid value 50 for interval.ms, interval must be between 100 and 3600000 (1 hour)"),
+            (("--match", "foo=bar"), "Illegal client matching pattern: foo=bar"),
+            (("--match", "client_id=a=b"), "Illegal client matching pattern: client_id=a=b")):
+        k, _ = _run(tools, both, *cm, "--alter", "--name", short, *args, expect_code=1)
+        assert k.stdout.strip() == f"Error while executing client metrics command : {error}"
+    k, _ = _run(tools, both, *cm, "--alter", "--name", short, "--interval", "", "--metrics", "x.,x.")
+    for b in both:
+        wait_subscription(b, short, {"metrics": "x."})  # a repeated prefix is dropped
+    k, _ = _run(tools, both, *cm, "--alter", "--name", short, "--metrics", "")  # its last config: it goes
+    for b in both:
+        wait_subscription(b, short, {})
+    k, _ = _run(tools, both, *cm, "--describe", "--name", short)
+    assert "doesn't exist" in k.stdout
+    k, _ = _run(tools, both, *cm, "--delete", "--name", full)
+    assert k.stdout.strip() == f"Deleted client metrics config for {full}."
+    for b in both:
+        wait_subscription(b, full, {})
+    k, _ = _run(tools, both, *cm, "--list", only=(full, short))
+    assert _ours(k.stdout, full, short) == []
+    k, _ = _run(tools, both, *cm, "--delete", "--name", absent)  # the defaults deleted: nothing to do
+    assert k.stdout.strip() == f"Deleted client metrics config for {absent}."
+
+
+def test_configs_tool_on_client_metrics(tools, both):
+    name = f"cm-configs-{uuid.uuid4().hex[:8]}"
+    entity = ("configs", "--entity-type", "client-metrics", "--entity-name", name)
+    k, _ = _run(tools, both, *entity, "--alter", "--add-config", "interval.ms=2000,metrics=[a.,b.]")
+    assert k.stdout.strip() == f"Completed updating config for client-metric {name}."
+    for b in both:
+        wait_subscription(b, name, {"interval.ms": "2000", "metrics": "a.,b."})
+    k, _ = _run(tools, both, *entity, "--describe")
+    assert normalise(k.stdout).splitlines() == [
+        f"Dynamic configs for client-metric {name} are:",
+        "interval.ms=2000 sensitive=false synonyms={DYNAMIC_CLIENT_METRICS_CONFIG:interval.ms=2000}",
+        "metrics=a.,b. sensitive=false synonyms={DYNAMIC_CLIENT_METRICS_CONFIG:metrics=a.,b.}"]
+    k, _ = _run(tools, both, *entity, "--describe", "--all")
+    assert "match= sensitive=false synonyms={}" in normalise(k.stdout)  # a default has no synonym
+    _run(tools, both, *entity, "--alter", "--delete-config", "interval.ms,metrics")
+    for b in both:
+        wait_subscription(b, name, {})
+    k, _ = _run(tools, both, *entity, "--alter", "--add-config", "push.interval=1", expect_code=1)
+    assert "InvalidRequestException: Unknown client metrics configuration: push.interval" in k.stderr
