@@ -58,6 +58,7 @@ class Kcoord:
         for broker in self.brokers:
             broker.dynamic_configs = dynamic_configs
             broker.offsets_topic = self.offsets_topic
+            broker.client_metrics = self.brokers[0].client_metrics   # the cluster's, as Kafka keeps them
         self.broker = self.brokers[0]
         # The latest coordinator events, for tests and (later) the admin endpoint. Not the
         # commits: one per OffsetCommit would push the groups' history out of the window, and
@@ -107,6 +108,7 @@ class Kcoord:
 
             self.storage = DurableState(self.config.data_dir, self.topics, self.config.fsync,
                                         self.config.fsync_interval_ms)
+            self.storage.client_metrics = self.broker.client_metrics
             self.storage.load()
             storage = self.storage
             self.cluster.listeners.append(

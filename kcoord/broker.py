@@ -7,6 +7,7 @@ does).
 """
 from __future__ import annotations
 
+from kcoord.client_metrics import ClientMetricsStore
 from kcoord.config import ServerConfig
 from kcoord.log.topics import TopicStore
 
@@ -27,6 +28,7 @@ class Broker:
         self.offsets_topic = None
         # kcoord.dynamic_broker_config.DynamicBrokerConfigs, set by the app.
         self.dynamic_configs = None
+        self.client_metrics = ClientMetricsStore()
 
     @property
     def node_id(self) -> int:

@@ -1,8 +1,11 @@
 """What AlterConfigs and IncrementalAlterConfigs share: one answer per resource, topics
 changed through the topic store (recorded before they take effect), broker resources
-through the dynamic broker configs (kcoord.dynamic_broker_config)."""
+through the dynamic broker configs (kcoord.dynamic_broker_config), client-metrics
+subscriptions through their store (kcoord.client_metrics)."""
 from typing import Callable
 
+from kcoord import client_metrics
+from kcoord.client_metrics import ClientMetricsError
 from kcoord.dynamic_broker_config import BrokerConfigChangeError
 from kcoord.log.configs import TopicConfigError
 from kcoord.security.acls import cluster_allowed, topic_gate
@@ -12,9 +15,12 @@ TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 
 
 def change_configs(ctx, req, new_configs: Callable[[dict[str, str], object], dict[str, str]],
-                   new_broker_configs: Callable[[object, object], dict[str, str]]) -> dict:
+                   new_broker_configs: Callable[[object, object], dict[str, str]],
+                   client_metrics_ops: Callable[[dict[str, str], object], list]) -> dict:
     """`new_configs(current, resource)` gives a topic's configs after the request's change to it,
-    `new_broker_configs(dynamic, resource)` a broker resource's dynamic configs (validated)."""
+    `new_broker_configs(dynamic, resource)` a broker resource's dynamic configs (validated),
+    `client_metrics_ops(current, resource)` the change to a subscription as operations
+    (kcoord.client_metrics: name, SET/DELETE/APPEND/SUBTRACT, value)."""
     store = ctx.broker.topics
     responses = []
     may_alter = topic_gate(ctx)  # AlterConfigs on each topic, the descriptor's topic_acl
@@ -51,8 +57,30 @@ def change_configs(ctx, req, new_configs: Callable[[dict[str, str], object], dic
                     except OSError as err:
                         r["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
                         r["error_message"] = f"writing the broker configs to the data dir failed: {err}"
+        elif res.resource_type == client_metrics.RESOURCE_TYPE:
+            r.update(_change_subscription(ctx, req, res, client_metrics_ops))
         else:
             r["error_code"] = ErrorCode.INVALID_REQUEST
             r["error_message"] = f"resource type {res.resource_type} is not supported"
         responses.append(r)
     return {"throttle_time_ms": 0, "responses": responses}
+
+
+def _change_subscription(ctx, req, res, client_metrics_ops) -> dict:
+    """The answer for a CLIENT_METRICS resource, its checks in Kafka's order: the broker's own
+    (before it forwards the request), authorization, then the controller's validation."""
+    subscriptions = ctx.broker.client_metrics
+    ops = client_metrics_ops(subscriptions.configs(res.resource_name), res)
+    try:
+        client_metrics.check_request(ops)
+        if not cluster_allowed(ctx, "AlterConfigs"):
+            return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": "Cluster authorization failed."}
+        configs = subscriptions.altered(res.resource_name, ops)
+        if not req.validate_only:
+            subscriptions.replace(res.resource_name, configs)
+    except ClientMetricsError as err:
+        return {"error_code": ErrorCode[err.code_name], "error_message": str(err)}
+    except OSError as err:
+        return {"error_code": ErrorCode.KAFKA_STORAGE_ERROR,
+                "error_message": f"writing the client-metrics subscription to the data dir failed: {err}"}
+    return {}

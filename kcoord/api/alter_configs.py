@@ -1,7 +1,13 @@
-"""AlterConfigs: a topic's own configs, or a broker resource's dynamic configs, replaced as a whole."""
+"""AlterConfigs: a topic's own configs, a broker resource's dynamic configs or a client-metrics
+subscription's, replaced as a whole."""
+from kcoord import client_metrics
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.api._topic_config_changes import change_configs
 from kcoord.log.configs import replaced
+
+
+def _pairs(res) -> list[tuple[str, str | None]]:
+    return [(c.name, c.value) for c in res.configs]
 
 
 async def alter_configs(ctx, req):
@@ -11,11 +17,12 @@ async def alter_configs(ctx, req):
         dynamic.validate(res.resource_name, configs)
         return configs
 
-    return change_configs(ctx, req, lambda current, res: replaced([(c.name, c.value) for c in res.configs]), broker)
+    return change_configs(ctx, req, lambda current, res: replaced(_pairs(res)), broker,
+                          lambda current, res: client_metrics.replacing(current, _pairs(res)))
 
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.ALTER_CONFIGS, 0, 2, alter_configs,
-    "a topic's configs, or a broker's (its node id, or \"\" for the cluster default) dynamic ones, replaced "
-    "as a whole, checked as Kafka checks them",
+    "a topic's configs, a broker's (its node id, or \"\" for the cluster default) dynamic ones or a client-metrics "
+    "subscription's, replaced as a whole, checked as Kafka checks them",
     version_notes={2: "flexible versions"}, topic_acl=TopicAcl(TopicOperation.ALTER_CONFIGS))

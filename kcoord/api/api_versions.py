@@ -3,10 +3,17 @@
 Advertises exactly the registry of `kcoord.api`: the Java client
 switches to newer APIs (ConsumerGroupDescribe, DescribeTopicPartitions,
 GetTelemetrySubscriptions) as soon as they are advertised, so nothing is
-advertised that is not implemented completely.
+advertised that is not implemented completely. From v3 on the answer carries the
+feature levels of kcoord.features.
 """
+from kcoord import features
 from kcoord.api import ApiDescriptor, ApiKey, registry
 from wire.errors import ErrorCode
+
+# Feature levels never change while kcoord runs: built once per version, not per connection.
+_FEATURES = {version: {"supported_features": features.supported(version),
+                       "finalized_features_epoch": features.FINALIZED_FEATURES_EPOCH,
+                       "finalized_features": features.finalized()} for version in (3, 4)}
 
 
 def advertised_versions() -> list[dict]:
@@ -15,10 +22,15 @@ def advertised_versions() -> list[dict]:
 
 
 async def api_versions(ctx, req):
-    return {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(), "throttle_time_ms": 0}
+    body = {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(), "throttle_time_ms": 0}
+    if ctx.api_version >= 3:
+        body.update(_FEATURES[ctx.api_version])
+    return body
 
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.API_VERSIONS, 0, 4, api_versions,
     "advertises exactly this table; an unknown version gets a v0 answer with UNSUPPORTED_VERSION",
+    version_notes={3: "the feature levels kcoord serves (docs/operations.md#feature-levels)",
+                   4: "also the supported features whose minimum level is 0"},
     inline=True)

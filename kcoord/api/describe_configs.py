@@ -1,6 +1,7 @@
-"""DescribeConfigs: topic configs, and this broker's."""
-from kcoord import broker_config
+"""DescribeConfigs: topic configs, this broker's, and client-metrics subscriptions'."""
+from kcoord import broker_config, client_metrics
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
+from kcoord.client_metrics import ClientMetricsError
 from kcoord.log.configs import TOPIC_DEFAULTS, config_type
 from kcoord.security.acls import cluster_allowed, topic_gate
 from wire.errors import ErrorCode
@@ -21,11 +22,13 @@ async def describe_configs(ctx, req):
     results = []
     may_describe = topic_gate(ctx)
     for res in req.resources:
-        r = {"error_code": ErrorCode.NONE, "error_message": None, "resource_type": res.resource_type,
+        # Kafka answers "" where it gives no message (every success included), not null.
+        r = {"error_code": ErrorCode.NONE, "error_message": "", "resource_type": res.resource_type,
              "resource_name": res.resource_name, "configs": []}
         if res.resource_type == TOPIC_RESOURCE and not may_describe(res.resource_name):
             r["error_code"], r["error_message"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
-        elif res.resource_type == BROKER_RESOURCE and not cluster_allowed(ctx, "DescribeConfigs"):
+        elif (res.resource_type in (BROKER_RESOURCE, client_metrics.RESOURCE_TYPE)
+              and not cluster_allowed(ctx, "DescribeConfigs")):
             r["error_code"], r["error_message"] = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                                    "Cluster authorization failed.")
         elif res.resource_type == TOPIC_RESOURCE:
@@ -51,6 +54,13 @@ async def describe_configs(ctx, req):
                 r["configs"] = broker_config.describe(
                     ctx.broker.config, res.configuration_keys, include_synonyms=req.get("include_synonyms", False),
                     include_documentation=req.get("include_documentation", False), dynamic=dynamic)
+        elif res.resource_type == client_metrics.RESOURCE_TYPE:
+            try:
+                r["configs"] = ctx.broker.client_metrics.describe(
+                    res.resource_name, res.configuration_keys, include_synonyms=req.get("include_synonyms", False),
+                    include_documentation=req.get("include_documentation", False))
+            except ClientMetricsError as err:
+                r["error_code"], r["error_message"] = ErrorCode[err.code_name], str(err)
         else:
             r["error_code"] = ErrorCode.INVALID_REQUEST
             r["error_message"] = f"resource type {res.resource_type} is not supported"
@@ -60,5 +70,6 @@ async def describe_configs(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs,
-    "topics (their own and default configs) and this broker; other resources get INVALID_REQUEST",
+    "topics (their own and default configs), this broker and client-metrics subscriptions (KIP-714); other "
+    "resources get INVALID_REQUEST",
     version_notes={3: "documentation on request"}, topic_acl=TopicAcl(TopicOperation.DESCRIBE_CONFIGS))

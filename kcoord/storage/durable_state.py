@@ -21,6 +21,7 @@ Record payloads: one type byte, then JSON or a binary batch.
   T topic (name, id, partitions, configs, each partition's replicas)   t topic tombstone
   S a partition's log start offset (DeleteRecords)
   L a partition's leader, leader epoch, ISR and epoch history (kcoord.cluster)
+  M client-metrics subscription (kcoord.client_metrics)     m its removal
   B record batch: u16 name length, name, i32 partition, batch bytes (offsets assigned)
 Data dirs of earlier versions also hold G/g, C/c and O/o records (groups and offsets, which
 their __consumer_offsets batches hold as well): they are skipped.
@@ -148,6 +149,7 @@ class DurableState:
         self.on_compact = None
         # Why the coordinator's records may no longer be written, once a write of them failed.
         self.failure: str | None = None
+        self.client_metrics = None   # kcoord.client_metrics.ClientMetricsStore, when there is one to keep
 
     # ---- start-up ------------------------------------------------------
     def load(self) -> None:
@@ -180,6 +182,9 @@ class DurableState:
                 starts[(value["t"], value["p"])] = value["s"]
             elif kind == b"L":
                 leadership[(value["t"], value["p"])] = value
+            elif kind in (b"M", b"m"):
+                if self.client_metrics is not None:
+                    self.client_metrics.restore(value["name"], value.get("configs", {}))
             else:
                 log.warning("%s: skipping a record of unknown type %r", self.log.path, kind)
         cluster = self.topics.cluster
@@ -207,6 +212,8 @@ class DurableState:
         self.topics.observer = self
         for topic in self.topics.topics.values():
             self._watch(topic)
+        if self.client_metrics is not None:
+            self.client_metrics.observer = self
 
     async def start(self) -> None:
         self._started = True
@@ -269,6 +276,9 @@ class DurableState:
 
     def topic_deleted(self, topic) -> None:
         self.log.append(_json(b"t", {"name": topic.name}))
+
+    def client_metrics_changed(self, name: str, configs: dict[str, str]) -> None:
+        self.log.append(_json(b"M", {"name": name, "configs": configs}) if configs else _json(b"m", {"name": name}))
 
     def _watch(self, topic) -> None:
         self._watch_partitions(topic.name, topic.partitions)
@@ -344,6 +354,8 @@ class DurableState:
                     yield head + batch.data
                 if partition.log_start_offset > 0:
                     yield _json(b"S", {"t": topic.name, "p": partition.index, "s": partition.log_start_offset})
+        for name, configs in (self.client_metrics.subscriptions.items() if self.client_metrics is not None else ()):
+            yield _json(b"M", {"name": name, "configs": configs})
 
     def compact(self) -> None:
         if self.on_compact is not None:

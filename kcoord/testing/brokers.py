@@ -6,6 +6,7 @@ them runs unchanged against kcoord and against the reference Apache Kafka.
     committed(bootstrap, "g") / end_offsets(bootstrap, "t") # OffsetFetch / ListOffsets
     produce_batch(bootstrap, "t", 0, batch)                 # Produce: the base offset
     read_partition(bootstrap, "t", 0)                       # Fetch: every record, in offset order
+    wait_subscription(bootstrap, "sub", {"interval.ms": "1000"})  # DescribeConfigs of a client-metrics one
 
 `KafkaHandle` gives a Kafka (reference or external) the surface of the kcoord_server
 fixture's handle that does not need kcoord's insides: `bootstrap`, `wait_for`, `committed`.
@@ -186,6 +187,29 @@ def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
 
     with Admin(bootstrap) as admin:
         return admin.committed_offsets(group)
+
+
+def subscription(bootstrap: str, name: str, timeout: float = 10.0) -> dict[str, str]:
+    """A client-metrics subscription's own configs (KIP-714), from DescribeConfigs: {} when it
+    has none, that is, when it does not exist."""
+    from kcoord.protocol_client import Connection
+
+    with Connection.to(bootstrap, timeout) as conn:
+        answer = conn.call(32, 4, {"resources": [{"resource_type": 16, "resource_name": name,
+                                                  "configuration_keys": None}],
+                                   "include_synonyms": False, "include_documentation": False})
+    [result] = answer.results
+    return {c.name: c.value for c in result.configs if c.config_source == 7}  # CLIENT_METRICS_CONFIG
+
+
+def wait_subscription(bootstrap: str, name: str, configs: dict[str, str], timeout: float = 10.0) -> None:
+    """Until the subscription's own configs are `configs`. Kafka's controller answers a change
+    once it is committed, and its broker applies it a moment later."""
+    deadline = time.monotonic() + timeout
+    while (seen := subscription(bootstrap, name)) != configs:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"client-metrics subscription {name!r} on {bootstrap}: {seen}, not {configs}")
+        time.sleep(0.05)
 
 
 class KafkaHandle:

@@ -37,6 +37,9 @@ TOOLS = {
     "consumer-perf-test": "org.apache.kafka.tools.ConsumerPerformance",
     "acls": "org.apache.kafka.tools.AclCommand",
     "configs": "kafka.admin.ConfigCommand",
+    "features": "org.apache.kafka.tools.FeatureCommand",
+    "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+    "client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
 }
 # Each run is a fresh short-lived JVM: the C1-only JIT, the serial GC and the CDS
 # archive cut its start (~1 s of CPU) far more than a bigger heap would speed it up.

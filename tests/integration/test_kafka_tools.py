@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import uuid
 
 import pytest
 
-from kcoord.testing.brokers import create_topic, wait_group
+from kcoord.testing.brokers import create_topic, wait_group, wait_subscription
 from kcoord.testing.kafka_tools import ToolResult, ToolSession, normalise, run_tool, table
 from kcoord.testing.reference_kafka import ReferenceKafkaUnavailable
 
@@ -50,13 +51,17 @@ def _names(stem: str) -> tuple[str, str]:
     return f"{stem}-{suffix}", f"{stem}-group-{suffix}"
 
 
-def _run(tools, both, tool, *args, expect_code=0, kafka_differs=None, only=None) -> tuple[ToolResult, ToolResult]:
+def _run(tools, both, tool, *args, expect_code=0, kafka_differs=None, only=None,
+         also=None) -> tuple[ToolResult, ToolResult]:
     """The command on kcoord and on Kafka; the normalised outputs must be equal, or differ
     exactly as `kafka_differs` (a function from kcoord's normalised text to Kafka's) says.
     A listing is compared on the lines of the names in `only` (the shared Kafka holds other
-    tests' groups and topics), in any order: both brokers list in hash order."""
+    tests' groups and topics), in any order: both brokers list in hash order. `also`
+    normalises both stdouts further, after `normalise`."""
     k, ref = (tools.run(tool, b, *args) for b in both)
     out = [normalise(r.stdout) for r in (k, ref)]
+    if also is not None:
+        out = [also(text) for text in out]
     if only is not None:
         out = ["\n".join(sorted(line for line in text.splitlines() if line.split()[0] in {*only, "GROUP", "TOPIC"}))
                for text in out]
@@ -331,3 +336,204 @@ def test_consumer_perf_test_consumes_exactly_the_messages_asked_for(tools, both)
         # It consumed in the group: its offsets (committed on close) add up to what it read.
         k = tools.run("consumer-groups", bootstrap, "--describe", "--group", group)
         assert sum(int(row["CURRENT-OFFSET"]) for row in table(k.stdout)) == 300, k.stdout
+
+
+# ---- the cluster's tools: kafka-features, kafka-metadata-quorum, kafka-client-metrics ----
+
+# What the reference Kafka 4.3.1 reports where kcoord reports otherwise (docs/deviations.md,
+# "Feature levels"): SupportedMinVersion, SupportedMaxVersion, FinalizedVersionLevel.
+KAFKA_FEATURES = {
+    "eligible.leader.replicas.version": ("0", "1", "1"),
+    "group.version": ("0", "1", "1"),
+    "kraft.version": ("0", "1", "0"),
+    "metadata.version": ("3.3-IV3", "4.3-IV0", "4.3-IV0"),
+    "share.version": ("0", "1", "1"),
+    "streams.version": ("0", "1", "1"),
+    "transaction.version": ("0", "2", "2"),
+}
+KCOORD_FEATURES = [
+    "Feature: eligible.leader.replicas.version SupportedMinVersion: 1 SupportedMaxVersion: 1 FinalizedVersionLevel: 1",
+    "Feature: group.version SupportedMinVersion: 1 SupportedMaxVersion: 1 FinalizedVersionLevel: 1",
+    "Feature: kraft.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+    "Feature: metadata.version SupportedMinVersion: 4.3-IV0 SupportedMaxVersion: 4.3-IV0 FinalizedVersionLevel: 4.3-IV0",
+    "Feature: share.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+    "Feature: streams.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+    "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+]
+_FEATURE_LINE = re.compile(r"Feature: (\S+) SupportedMinVersion: \S+ SupportedMaxVersion: \S+ FinalizedVersionLevel: \S+")
+
+
+def _features_epoch(text: str) -> str:
+    """Kafka's epoch is the offset of its metadata log, which grows by a no-op record every
+    500 ms (metadata.max.idle.interval.ms); kcoord's is 0 (kcoord.features), asserted apart."""
+    return re.sub(r" Epoch: \d+$", " Epoch: <offset>", text, flags=re.M)
+
+
+def _kafka_features(kcoord_text: str) -> str:
+    def kafka_line(m: re.Match) -> str:
+        low, high, finalized = KAFKA_FEATURES[m.group(1)]
+        return (f"Feature: {m.group(1)} SupportedMinVersion: {low} SupportedMaxVersion: {high} "
+                f"FinalizedVersionLevel: {finalized}")
+    return _FEATURE_LINE.sub(kafka_line, kcoord_text)
+
+
+def test_features_describe(tools, both):
+    for args in (("describe",), ("describe", "--node-id", "1")):
+        k, _ = _run(tools, both, "features", *args, also=_features_epoch, kafka_differs=_kafka_features)
+        assert normalise(k.stdout).splitlines() == [f"{line} Epoch: 0" for line in KCOORD_FEATURES]
+
+
+def test_api_versions_carry_the_features_from_v3_and_those_with_minimum_0_from_v4(both):
+    from kcoord.protocol_client import Connection
+
+    def features(bootstrap: str, version: int):
+        with Connection.to(bootstrap) as conn:
+            r = conn.call(18, version, {"client_software_name": "kcoord-test", "client_software_version": "1"})
+        return ({f.name: (f.min_version, f.max_version) for f in r.supported_features},
+                r.finalized_features_epoch,
+                {f.name: (f.min_version_level, f.max_version_level) for f in r.finalized_features})
+
+    for bootstrap in both:
+        (v3, _, finalized3), (v4, epoch, finalized4) = features(bootstrap, 3), features(bootstrap, 4)
+        assert v3 == {name: r for name, r in v4.items() if r[0] > 0}, bootstrap
+        assert finalized3 == finalized4 and epoch >= 0, bootstrap
+        # A feature at level 0 is off and left out of the finalized list.
+        assert all(low == high > 0 for low, high in finalized4.values()), bootstrap
+    v4, epoch, finalized = features(both[0], 4)
+    assert v4 == {"metadata.version": (30, 30), "kraft.version": (0, 0), "group.version": (1, 1),
+                  "transaction.version": (0, 0), "eligible.leader.replicas.version": (1, 1),
+                  "share.version": (0, 0), "streams.version": (0, 0)}
+    assert (epoch, finalized) == (0, {"metadata.version": (30, 30), "group.version": (1, 1),
+                                      "eligible.leader.replicas.version": (1, 1)})
+
+
+def _quorum_offsets(text: str) -> str:
+    """Kafka's metadata log grows by a no-op record every 500 ms; kcoord's holds one record
+    (kcoord.quorum), asserted apart. Cluster ids are each cluster's own."""
+    text = re.sub(r"^(HighWatermark:) \d+$", r"\1 <offset>", text, flags=re.M)
+    text = re.sub(r"^(ClusterId:) \S+$", r"\1 <cluster-id>", text, flags=re.M)
+    return re.sub(r"^(\d+ [A-Za-z0-9_-]{22}) \d+ ", r"\1 <offset> ", text, flags=re.M)
+
+
+def _kafka_quorum(kcoord_text: str) -> str:
+    """kcoord's controller answers on its one listener; Kafka's has a CONTROLLER listener of
+    its own (docs/deviations.md, "DescribeQuorum")."""
+    return kcoord_text.replace('"PLAINTEXT:/<host>"', '"CONTROLLER:/<host>"')
+
+
+def test_metadata_quorum_describe(tools, both):
+    k, _ = _run(tools, both, "metadata-quorum", "describe", "--status", also=_quorum_offsets,
+                kafka_differs=_kafka_quorum)
+    assert normalise(k.stdout).splitlines() == [
+        "ClusterId: kcoord-cluster-00000001", "LeaderId: 1", "LeaderEpoch: 1", "HighWatermark: 1",
+        "MaxFollowerLag: 0", "MaxFollowerLagTimeMs: 0", 'CurrentVoters: [{"id": 1, "endpoints": ["PLAINTEXT:/<host>"]}]',
+        "CurrentObservers: []"]
+    k, _ = _run(tools, both, "metadata-quorum", "describe", "--replication", also=_quorum_offsets)
+    assert normalise(k.stdout).splitlines() == [
+        "NodeId DirectoryId LogEndOffset Lag LastFetchTimestamp LastCaughtUpTimestamp Status",
+        "1 AAAAAAAAAAAAAAAAAAAAAA 1 0 <ms> <ms> Leader"]
+    k, _ = _run(tools, both, "metadata-quorum", "describe", "--replication", "--human-readable",
+                also=lambda text: re.sub(r"\b\d+ ms ago\b", "<n> ms ago", _quorum_offsets(text)))
+    assert re.fullmatch(r"1 AAAAAAAAAAAAAAAAAAAAAA 1 0 \d+ ms ago \d+ ms ago Leader",
+                        normalise(k.stdout).splitlines()[1])
+    k, _ = _run(tools, both, "metadata-quorum", "describe", expect_code=1)
+    assert "One of --status or --replication must be specified with describe sub-command" in k.stderr
+
+
+def test_describe_quorum_for_another_partition_or_topic(both):
+    """Kafka's raft client answers only a request for exactly __cluster_metadata-0."""
+    from kcoord.protocol_client import Connection
+
+    requests = [
+        [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 1}]}],
+        [{"topic_name": "other", "partitions": [{"partition_index": 0}]}],
+        [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}, {"partition_index": 0}]}],
+        [],
+    ]
+    for version in (0, 1, 2):
+        for topics in requests:
+            answers = []
+            for bootstrap in both:
+                with Connection.to(bootstrap) as conn:
+                    answers.append(conn.call(55, version, {"topics": topics}))
+            assert answers[0] == answers[1], (version, topics)
+            assert all(p.error_code == 3 for t in answers[0].topics for p in t.partitions)
+            assert [t.topic_name for t in answers[0].topics] == [t["topic_name"] for t in topics]
+
+
+def _subscriptions_of(*names: str):
+    """`kafka-client-metrics --describe` without a name describes every subscription, in hash
+    order: only these, sorted (the shared Kafka may hold others)."""
+    def keep(text: str) -> str:
+        blocks = re.split(r"(?m)^(?=Client metrics configs for )", text)
+        ours = [b.strip() for b in blocks if (m := re.match(r"Client metrics configs for (\S+) are:", b))
+                and m.group(1) in names]
+        return "\n".join(sorted(ours))
+    return keep
+
+
+def test_client_metrics_alter_list_describe_delete(tools, both):
+    suffix = uuid.uuid4().hex[:8]
+    full, short, absent = f"cm-full-{suffix}", f"cm-short-{suffix}", f"cm-none-{suffix}"
+    cm = ("client-metrics",)
+    k, _ = _run(tools, both, *cm, "--alter", "--name", full, "--metrics",
+                "org.apache.kafka.producer.,org.apache.kafka.consumer.coordinator", "--interval", "1000",
+                "--match", "client_id=abc,client_software_name=Java")
+    assert k.stdout.strip() == f"Altered client metrics config for {full}."
+    _run(tools, both, *cm, "--alter", "--name", short, "--interval", "5000")
+    for b in both:
+        wait_subscription(b, short, {"interval.ms": "5000"})
+    k, _ = _run(tools, both, *cm, "--list", only=(full, short))
+    assert sorted(_ours(k.stdout, full, short)) == sorted([full, short])
+    k, _ = _run(tools, both, *cm, "--describe", "--name", full)
+    assert k.stdout.splitlines() == [f"Client metrics configs for {full} are:", "  interval.ms=1000",
+                                     "  match=client_id=abc,client_software_name=Java",
+                                     "  metrics=org.apache.kafka.producer.,org.apache.kafka.consumer.coordinator"]
+    k, _ = _run(tools, both, *cm, "--describe", also=_subscriptions_of(full, short))
+    assert f"Client metrics configs for {short} are:\n  interval.ms=5000\n  match=\n  metrics=" in k.stdout
+    k, _ = _run(tools, both, *cm, "--describe", "--name", absent)
+    assert k.stdout.strip() == f"The client metric resource {absent} doesn't exist and doesn't have dynamic config."
+
+    for args, error in (
+            (("--interval", "50"), "Invalid value 50 for interval.ms, interval must be between 100 and 3600000 (1 hour)"),
+            (("--match", "foo=bar"), "Illegal client matching pattern: foo=bar"),
+            (("--match", "client_id=a=b"), "Illegal client matching pattern: client_id=a=b")):
+        k, _ = _run(tools, both, *cm, "--alter", "--name", short, *args, expect_code=1)
+        assert k.stdout.strip() == f"Error while executing client metrics command : {error}"
+    k, _ = _run(tools, both, *cm, "--alter", "--name", short, "--interval", "", "--metrics", "x.,x.")
+    for b in both:
+        wait_subscription(b, short, {"metrics": "x."})  # a repeated prefix is dropped
+    k, _ = _run(tools, both, *cm, "--alter", "--name", short, "--metrics", "")  # its last config: it goes
+    for b in both:
+        wait_subscription(b, short, {})
+    k, _ = _run(tools, both, *cm, "--describe", "--name", short)
+    assert "doesn't exist" in k.stdout
+    k, _ = _run(tools, both, *cm, "--delete", "--name", full)
+    assert k.stdout.strip() == f"Deleted client metrics config for {full}."
+    for b in both:
+        wait_subscription(b, full, {})
+    k, _ = _run(tools, both, *cm, "--list", only=(full, short))
+    assert _ours(k.stdout, full, short) == []
+    k, _ = _run(tools, both, *cm, "--delete", "--name", absent)  # the defaults deleted: nothing to do
+    assert k.stdout.strip() == f"Deleted client metrics config for {absent}."
+
+
+def test_configs_tool_on_client_metrics(tools, both):
+    name = f"cm-configs-{uuid.uuid4().hex[:8]}"
+    entity = ("configs", "--entity-type", "client-metrics", "--entity-name", name)
+    k, _ = _run(tools, both, *entity, "--alter", "--add-config", "interval.ms=2000,metrics=[a.,b.]")
+    assert k.stdout.strip() == f"Completed updating config for client-metric {name}."
+    for b in both:
+        wait_subscription(b, name, {"interval.ms": "2000", "metrics": "a.,b."})
+    k, _ = _run(tools, both, *entity, "--describe")
+    assert normalise(k.stdout).splitlines() == [
+        f"Dynamic configs for client-metric {name} are:",
+        "interval.ms=2000 sensitive=false synonyms={DYNAMIC_CLIENT_METRICS_CONFIG:interval.ms=2000}",
+        "metrics=a.,b. sensitive=false synonyms={DYNAMIC_CLIENT_METRICS_CONFIG:metrics=a.,b.}"]
+    k, _ = _run(tools, both, *entity, "--describe", "--all")
+    assert "match= sensitive=false synonyms={}" in normalise(k.stdout)  # a default has no synonym
+    _run(tools, both, *entity, "--alter", "--delete-config", "interval.ms,metrics")
+    for b in both:
+        wait_subscription(b, name, {})
+    k, _ = _run(tools, both, *entity, "--alter", "--add-config", "push.interval=1", expect_code=1)
+    assert "InvalidRequestException: Unknown client metrics configuration: push.interval" in k.stderr

@@ -12,13 +12,14 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
                                    ConfigResource, NewTopic, ResourcePatternType, ResourceType)
 
+from kcoord.testing.kafka_tools import ToolSession, normalise
 from kcoord.testing.plugin import REFERENCE_KAFKA_CONFIG, start_server
 from kcoord.testing.reference_kafka import ReferenceKafka, free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("acl-kafka")]
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 DENIED = KafkaError.TOPIC_AUTHORIZATION_FAILED
 
 
@@ -261,3 +262,38 @@ def test_consumer_protocol_subscription_needs_describe_on_the_topic(both):
                 assert DENIED in errors and not assigned, (broker.name, errors)
             else:
                 assert not errors and [tp.topic for tp in assigned] == [allowed], (broker.name, errors, assigned)
+
+
+def test_cluster_tools_need_acls_on_the_cluster(both, tmp_path):
+    """kafka-metadata-quorum (DescribeQuorum: Describe on the cluster) and kafka-client-metrics
+    (ListConfigResources, DescribeConfigs: DescribeConfigs; IncrementalAlterConfigs: AlterConfigs)
+    fail alike on both brokers for a user without ACLs on the cluster, and work once granted."""
+    login = tmp_path / "bob.properties"
+    login.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
+                     "org.apache.kafka.common.security.plain.PlainLoginModule required "
+                     f'username="bob" password="{USERS["bob"]}";\n')
+    name = f"cm-acl-{_uid()}"
+    commands = [("metadata-quorum", "--command-config", str(login), "describe", "--status"),
+                ("client-metrics", "--command-config", str(login), "--list"),
+                ("client-metrics", "--command-config", str(login), "--alter", "--name", name, "--interval", "1000"),
+                ("configs", "--command-config", str(login), "--entity-type", "client-metrics", "--entity-name", name,
+                 "--describe")]
+
+    def outcomes(broker, tools):
+        out = []
+        for tool, *args in commands:
+            r = tools.run(tool, broker.bootstrap, *args)
+            text = normalise(r.stdout + r.stderr)
+            out.append((r.code, "ClusterAuthorizationException" in text or "Cluster authorization failed" in text))
+        return out
+
+    with ToolSession() as tools:
+        assert [outcomes(b, tools) for b in both] == [[(1, True)] * len(commands)] * 2
+        cluster = [_acl("kafka-cluster", op, resource=ResourceType.BROKER, principal="User:bob")
+                   for op in (AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS)]
+        for b in both:
+            _setup(b, [], cluster)
+        for b in both:
+            alter = tools.run(*commands[2][:1], b.bootstrap, *commands[2][1:])
+            assert (alter.code, alter.stdout.strip()) == (0, f"Altered client metrics config for {name}."), b.name
+        assert [outcomes(b, tools) for b in both] == [[(0, False)] * len(commands)] * 2
