@@ -11,6 +11,7 @@ from kcoord.admin import routes as admin_routes
 from kcoord.admin.http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.cluster.cluster import Cluster
+from kcoord.cluster.controls import ClusterControls
 from kcoord.config import ServerConfig, cluster_nodes
 from kcoord.coordinator import build_coordinator
 from kcoord.coordinator.events import EventKind
@@ -83,6 +84,10 @@ class Kcoord:
                                             limits=limits, **security))
             broker.authorizer = self.servers[-1].acls
         self.server = self.servers[0]
+        self.controls = ClusterControls(
+            self.cluster, {s.broker.node_id: s for s in self.servers}, runtime, runtime.timer,
+            config.broker_session_timeout_ms, config.auto_leader_rebalance_enable,
+            config.leader_imbalance_check_interval_seconds * 1000, on_listen=self._listen)
         dynamic_configs.listeners.append(self._dynamic_configs_changed)
         self.storage = None
         # Features add their routes here before start().
@@ -129,6 +134,7 @@ class Kcoord:
         for server in self.servers:
             await self._listen(server)
         host, port = self.server.host, self.server.port
+        self.controls.schedule_rebalance()
         self.metrics.watch_loop()
         # What node 0 listens on and advertises is also the config's (what `bootstrap` names).
         node = self.cluster.node(self.broker.node_id)
@@ -157,6 +163,7 @@ class Kcoord:
         if self.http is not None:
             await self.http.close()
         self.metrics.stop_watching()
+        self.controls.cancel()
         for server in self.servers:
             await server.close()
         await self.coordinator.close()

@@ -433,8 +433,8 @@ TABLE: tuple[BrokerConfig, ...] = (
                  "How often the preferred-leader balance is checked.",
                  field="leader_imbalance_check_interval_seconds", at_least=1),
     BrokerConfig("leader.imbalance.per.broker.percentage", "int", "10",
-                 "The share of a broker's preferred partitions led elsewhere that starts an election.",
-                 field="leader_imbalance_per_broker_percentage", at_least=0),
+                 "Reported only: a KRaft controller, Kafka's as kcoord's, elects every partition's preferred "
+                 "leader back at each check, whatever the share."),
     BrokerConfig("transaction.state.log.replication.factor", "short", "3",
                  "Replicas of __transaction_state: 1 in kcoord, which has one node.",
                  kcoord_default="1", kcoord_default_reason="kcoord is a single node"),

@@ -41,7 +41,6 @@ class ServerConfig:
     broker_session_timeout_ms: int = default("broker.session.timeout.ms")
     auto_leader_rebalance_enable: bool = default("auto.leader.rebalance.enable")
     leader_imbalance_check_interval_seconds: int = default("leader.imbalance.check.interval.seconds")
-    leader_imbalance_per_broker_percentage: int = default("leader.imbalance.per.broker.percentage")
     # How long a broker takes to load the groups of a __consumer_offsets partition it comes to
     # lead (COORDINATOR_LOAD_IN_PROGRESS meanwhile): kcoord's, Kafka's depends on the log.
     coordinator_load_ms: int = 100

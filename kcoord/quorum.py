@@ -3,10 +3,8 @@ describe --status/--replication`).
 
 A Kafka cluster's controllers replicate the metadata log, `__cluster_metadata`, with KRaft:
 the voters elect a leader, and brokers follow the log as observers. kcoord keeps no such log
-and holds no elections, but the quorum it would have is well defined: the controller nodes
-vote, the first of them leads, and every other broker observes. `describe` is the one place
-that says so; a cluster of several brokers in one process derives the same answer from its
-own controller and brokers.
+and holds no elections, but the quorum it would have is well defined: every broker is also a
+controller and votes, the active controller leads. `describe` is the one place that says so.
 
 The metadata log it describes holds one record, the feature levels kcoord runs at
 (kcoord.features, at offset FINALIZED_FEATURES_EPOCH): its end and high watermark are 1 and
@@ -52,11 +50,18 @@ class Quorum:
 
 
 def describe(broker) -> Quorum:
-    """The quorum `broker` belongs to. Today kcoord is one node, broker and controller in
-    one: the only voter and the leader, with no observers. It has no listener of its own
-    for controllers, so its endpoint is the one clients use."""
+    """The quorum `broker` belongs to. kcoord's brokers are combined broker and controller nodes,
+    as a small Kafka cluster's often are: every broker votes, the active controller (the lowest
+    broker the quorum counts in, kcoord.cluster) leads, and none only observes. A node has no
+    listener of its own for controllers, so its endpoint is the one clients use."""
     listener = broker_config.BY_NAME["listeners"].value(broker.config).partition("://")[0]
-    node = broker.node()
-    me = Replica(broker.node_id, LOG_END_OFFSET, (Endpoint(listener, node["host"], node["port"]),))
-    return Quorum(leader_id=me.node_id, leader_epoch=LEADER_EPOCH, high_watermark=LOG_END_OFFSET,
-                  voters=(me,), observers=())
+    cluster = broker.cluster
+    if cluster is None:
+        node = broker.node()
+        me = Replica(broker.node_id, LOG_END_OFFSET, (Endpoint(listener, node["host"], node["port"]),))
+        return Quorum(leader_id=me.node_id, leader_epoch=LEADER_EPOCH, high_watermark=LOG_END_OFFSET,
+                      voters=(me,), observers=())
+    voters = tuple(Replica(n.node_id, LOG_END_OFFSET, (Endpoint(listener, *n.advertised),))
+                   for n in sorted(cluster.nodes.values(), key=lambda n: n.node_id))
+    return Quorum(leader_id=cluster.controller_id, leader_epoch=cluster.controller_epoch,
+                  high_watermark=LOG_END_OFFSET, voters=voters, observers=())

@@ -357,12 +357,26 @@ class KafkaServer:
         period = IDLE_SWEEP_MAX_S if idle is None else min(max(idle / 10, 0.01), IDLE_SWEEP_MAX_S)
         self._idle_sweep = loop.call_later(period, self._sweep_idle)
 
-    async def close(self) -> None:
+    async def close(self, abort: bool = False) -> None:
+        """Stop listening and end every connection: answered requests are flushed first, or
+        (`abort`, a killed broker) every connection is reset at once. The server may start again."""
         if self._idle_sweep is not None:
             self._idle_sweep.cancel()
         if self._server is not None:
             self._server.close()
         connections = list(self._connections)
+        if abort:
+            self._answers = [(p, f) for p, f in self._answers if p not in self._connections]
+            for connection in connections:
+                connection.closing = True
+                if connection.task is not None and not connection.task.done():
+                    connection.task.cancel()
+                connection.transport.abort()
+            if self._server is not None:
+                await self._server.wait_closed()
+                self._server = None
+            return
+
         tasks = [c.task for c in connections if c.task is not None and not c.task.done()]
         for connection in connections:
             connection.close()
@@ -384,6 +398,7 @@ class KafkaServer:
                 connection.transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
+            self._server = None
 
     def _request(self, conn: Connection, payload: bytes):
         """A coroutine that answers the request: response bytes, None (no response), or False

@@ -18,7 +18,7 @@ def _resources(broker, resource_type: int) -> list[str]:
     if resource_type == client_metrics.RESOURCE_TYPE:
         return broker.client_metrics.names()
     if resource_type == BROKER:
-        return [str(broker.node()["node_id"])]
+        return [str(n["node_id"]) for n in broker.brokers()]
     if resource_type == TOPIC:
         return list(broker.topics.topics)
     return []

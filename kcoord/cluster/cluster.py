@@ -76,6 +76,9 @@ class Cluster:
         self.listeners: list[Callable[[LeaderChange], None]] = []
         # Told of each ISR or replica change that is not a leader change (durable state).
         self.partition_listeners: list[Callable[[str, object], None]] = []
+        # The controller quorum's leader epoch: one election when the brokers start, one more
+        # each time the active controller changes.
+        self.controller_epoch = 1
 
     # ------------------------------------------------------------------ brokers
     @property
@@ -125,8 +128,8 @@ class Cluster:
             return
         partition.set_leader(leader)
         change = LeaderChange(topic, partition.index, old, leader, partition.leader_epoch, reason)
-        log.info("partition %s-%d: leader %d -> %d (epoch %d): %s", topic, partition.index, old, leader,
-                 partition.leader_epoch, reason)
+        log.debug("partition %s-%d: leader %d -> %d (epoch %d): %s", topic, partition.index, old, leader,
+                  partition.leader_epoch, reason)
         for listen in list(self.listeners):
             listen(change)
 
@@ -139,7 +142,13 @@ class Cluster:
         node = self.nodes[node_id]
         if node.fenced:
             return
+        led = sum(1 for _, p in self._partitions() if p.leader == node_id)
+        log.info("broker %d fenced (%s): the %d partitions it led move to their next in-sync replica",
+                 node_id, reason, led)
+        controller = self.controller_id
         node.fenced = True
+        if self.controller_id != controller:
+            self.controller_epoch += 1
         for topic, partition in self._partitions():
             if node_id not in partition.replicas:
                 continue
@@ -155,7 +164,10 @@ class Cluster:
         """`node_id` is back: in sync on every replica it holds (they share one log), and leader
         of those left without one."""
         node = self.nodes[node_id]
+        controller = self.controller_id
         node.fenced = False
+        if self.controller_id != controller:
+            self.controller_epoch += 1
         for topic, partition in self._partitions():
             if node_id not in partition.replicas:
                 continue

@@ -98,9 +98,14 @@ def test_the_whole_request_error_response_encodes(key, version):
         assert len(codes) == len(d.group_ids(version, body))
     elif key == ApiKey.OFFSET_COMMIT:
         codes = [p.error_code for t in decoded.topics for p in t.partitions]
+    elif key == ApiKey.ELECT_LEADERS:
+        codes += [p.error_code for t in decoded.replica_election_results for p in t.partition_result]
     if key == ApiKey.OFFSET_FETCH and version < 2:
         # No place for an error in the v1 response: it answers with no offsets at all.
         assert codes == [] and decoded.topics == []
+    elif key == ApiKey.ELECT_LEADERS and version == 0 and not body.topic_partitions:
+        # v0 has no top-level error: only the partitions named carry it, and none were.
+        assert codes == [] and decoded.replica_election_results == []
     else:
         assert codes and set(codes) == {ErrorCode.NOT_COORDINATOR}
 
