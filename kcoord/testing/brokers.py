@@ -6,6 +6,7 @@ them runs unchanged against kcoord and against the reference Apache Kafka.
     committed(bootstrap, "g") / end_offsets(bootstrap, "t") # OffsetFetch / ListOffsets
     produce_batch(bootstrap, "t", 0, batch)                 # Produce: the base offset
     read_partition(bootstrap, "t", 0)                       # Fetch: every record, in offset order
+    read_batches(bootstrap, "t", 0)                         # Fetch: every batch (control ones too)
 
 `KafkaHandle` gives a Kafka (reference or external) the surface of the kcoord_server
 fixture's handle that does not need kcoord's insides: `bootstrap`, `wait_for`, `committed`.
@@ -152,6 +153,12 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
 def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> list:
     """Every record of the partition up to its high watermark, in offset order, from Fetch
     (wire.records.Record: offset, key, value, ...)."""
+    return [r for batch in read_batches(bootstrap, topic, partition, timeout) for r in batch.records()]
+
+
+def read_batches(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> list:
+    """Every record batch of the partition up to its high watermark, in offset order, from Fetch
+    (wire.records.RecordBatch: a reader that must tell control batches apart needs these)."""
     from kcoord.protocol_client import Connection, ProtocolError
     from wire import records as R
     from wire.errors import ErrorCode
@@ -169,10 +176,10 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: floa
             part = answer.responses[0].partitions[0]
             if part.error_code:
                 raise ProtocolError(f"Fetch {topic}-{partition} at {offset}: {ErrorCode(part.error_code).name}")
-            for batch in R.iter_batches(part.records or b""):
-                got += [r for r in batch.records() if r.offset >= offset]
+            # A fetch may start inside a batch the previous one ended with: keep each batch once.
+            got += [b for b in R.iter_batches(part.records or b"") if b.last_offset >= offset]
             if got:
-                offset = got[-1].offset + 1
+                offset = got[-1].last_offset + 1
             if offset >= part.high_watermark:
                 return got
             if not part.records:
