@@ -27,12 +27,11 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from kcoord.testing import maven
+from kcoord.testing import jvm, maven
 
 KAFKA_VERSION = "4.3.1"
 POM = Path(__file__).with_name("reference-kafka") / "pom.xml"
@@ -41,10 +40,9 @@ START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
 # Kafka's own start script uses G1 with a 1 GiB heap; a test broker holds little, and
 # the C1-only JIT and serial GC start it faster (bench: see docs/conformance.md, "The reference Kafka").
-JVM_OPTS = ("-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-            "-Djava.awt.headless=true")
+JVM_OPTS = jvm.lean_options(xms="256m", xmx="1g")
+FORMAT_OPTS = jvm.lean_options()  # kafka-storage format: a few seconds, a small heap's default
 READY_GROUP = "kcoord-reference-kafka-ready"
-JDK_HINT = "install a JDK 17: apt-get install openjdk-17-jdk-headless"
 
 # Kafka's log4j layout, which kcoord's analytics (kcoord.analytics.events) parse.
 LOG4J2 = """\
@@ -62,7 +60,7 @@ logger.state.level = WARN
 """
 
 
-class ReferenceKafkaUnavailable(RuntimeError):
+class ReferenceKafkaUnavailable(jvm.JavaUnavailable):
     """The reference Kafka cannot run here; the message says what to install or do."""
 
 
@@ -74,12 +72,8 @@ def cache_dir(version: str | None = None) -> Path:
     return maven.cache_root() / f"kafka-{version or kafka_version()}"
 
 
-def _require(tool: str, hint: str) -> str:
-    return maven.require(tool, hint, ReferenceKafkaUnavailable)
-
-
 def require_java() -> str:
-    return _require("java", JDK_HINT)
+    return jvm.require_java(ReferenceKafkaUnavailable)
 
 
 def fetch(version: str | None = None) -> Path:
@@ -120,39 +114,27 @@ def _cluster_id() -> str:
             return cid
 
 
-def _tail(path: Path, lines: int = 15) -> str:
+def format_storage(configs: list[Path], cluster_id: str, version: str | None = None, timeout: float = 120.0) -> None:
+    """`kafka-storage format` of each server.properties' log dirs for `cluster_id`, the
+    JVMs run side by side; a failure raises ReferenceKafkaUnavailable with its last line."""
+    cp = classpath(version)
+    procs = [jvm.spawn(jvm.command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
+                                   classpath=cp, options=FORMAT_OPTS, error=ReferenceKafkaUnavailable),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for config in configs]
     try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(text[-lines:])
-
-
-def _die_with_parent() -> None:
-    # atexit cannot run when the Python process is SIGKILLed (a test run killed on a
-    # timeout): Linux then sends the JVM SIGTERM, so no broker outlives its starter.
-    # (The thread that started the broker counts as the parent: start it from one that lives.)
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+        outputs = [proc.communicate(timeout=timeout) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                jvm.kill(proc)
+    for proc, (out, err) in zip(procs, outputs):
+        if proc.returncode != 0:
+            raise ReferenceKafkaUnavailable(
+                f"kafka-storage format failed ({proc.returncode}): "
+                f"{(err or out).strip().splitlines()[-1:] or ['no output']}"[:2000])
 
 
 DIR_PREFIX = "kcoord-kafka-"
-
-
-def _sweep_orphans() -> None:
-    """Remove the directories of brokers whose starter was killed before it could."""
-    for d in Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}*"):
-        try:
-            owner = int((d / "owner.pid").read_text())
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except (OSError, ValueError):
-            pass
 
 
 _LIVE: set["ReferenceKafka"] = set()
@@ -162,6 +144,16 @@ _LIVE: set["ReferenceKafka"] = set()
 def _stop_all() -> None:
     for kafka in list(_LIVE):
         kafka.stop()
+
+
+def broker_process(home: Path, libs: Path) -> jvm.JvmProcess:
+    """kafka.Kafka on `home`/server.properties, logging by `home`/log4j2.properties, its
+    stdout in `home`/stdout.log (appended to: a node started again keeps its first words)."""
+    cmd = jvm.command("kafka.Kafka", str(home / "server.properties"), classpath=f"{libs}/*",
+                      options=(*JVM_OPTS, jvm.log4j_option(home / "log4j2.properties"), f"-Dkafka.logs.dir={home}"),
+                      error=ReferenceKafkaUnavailable)
+    # Its own process group: stop() signals the JVM and nothing else.
+    return jvm.spawn(cmd, log=home / "stdout.log", append=True, cwd=home, own_group=True, die_with_parent=True)
 
 
 class ReferenceKafka:
@@ -220,7 +212,7 @@ class ReferenceKafka:
         if self.proc is not None:
             raise RuntimeError("this ReferenceKafka is already started")
         began = time.monotonic()
-        java = require_java()
+        require_java()
         libs = fetch(self.version)
         for name, port in (("port", self.port), ("controller port", self.controller_port)):
             if port and _port_in_use(self.host, port):
@@ -229,28 +221,14 @@ class ReferenceKafka:
                     f"(another broker?); pick another or leave it unset for a free one")
         self.port = self.port or free_port(self.host)
         self.controller_port = self.controller_port or free_port(self.host)
-        _sweep_orphans()
-        self.dir = Path(tempfile.mkdtemp(prefix=DIR_PREFIX))
-        (self.dir / "owner.pid").write_text(f"{os.getpid()}\n")
+        jvm.sweep_orphans(DIR_PREFIX)
+        self.dir = jvm.owned_dir(DIR_PREFIX)
         _LIVE.add(self)
         try:
             self._write_config()
-            cp = f"{libs}/*"
-            fmt = subprocess.run([java, *JVM_OPTS[2:], "-cp", cp, "kafka.tools.StorageTool", "format",
-                                  "-t", _cluster_id(), "-c", str(self.dir / "server.properties")],
-                                 capture_output=True, text=True, timeout=120)
-            if fmt.returncode != 0:
-                raise ReferenceKafkaUnavailable(
-                    f"kafka-storage format failed ({fmt.returncode}): "
-                    f"{(fmt.stderr or fmt.stdout).strip().splitlines()[-1:] or ['no output']}"[:2000])
-            with open(self.dir / "stdout.log", "wb") as out:
-                self.proc = subprocess.Popen(
-                    [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
-                     f"-Dkafka.logs.dir={self.dir}", "-cp", cp, "kafka.Kafka", str(self.dir / "server.properties")],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
-                    start_new_session=True,  # its own process group: stop() signals the JVM and nothing else
-                    preexec_fn=_die_with_parent)
-                self.pid = self.proc.pid
+            format_storage([self.dir / "server.properties"], _cluster_id(), self.version)
+            self.proc = broker_process(self.dir, libs)
+            self.pid = self.proc.pid
             self._wait_ready(began + self.start_timeout)
         except BaseException:
             self.stop()
@@ -283,8 +261,8 @@ class ReferenceKafka:
         (self.dir / "log4j2.properties").write_text(LOG4J2.format(log=self.dir / "server.log"))
 
     def _failure(self, what: str) -> ReferenceKafkaUnavailable:
-        log = _tail(self.dir / "server.log") if self.dir else ""
-        out = _tail(self.dir / "stdout.log") if self.dir else ""
+        log = jvm.tail(self.dir / "server.log") if self.dir else ""
+        out = jvm.tail(self.dir / "stdout.log") if self.dir else ""
         if "Address already in use" in log + out:
             what = (f"its port {self.host}:{self.port} or {self.host}:{self.controller_port} is already in use "
                     f"(another broker?)")
@@ -335,24 +313,7 @@ class ReferenceKafka:
         """SIGTERM, up to 15 s for a clean shutdown, then SIGKILL; the temp dir goes."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-                try:
-                    proc.wait(STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait()
-            else:
-                try:  # anything the JVM left in its group
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            jvm.stop(proc, STOP_TIMEOUT)
         if self.dir is not None:
             if self.keep_logs_in is not None:
                 self.keep_logs_in.mkdir(parents=True, exist_ok=True)
