@@ -49,6 +49,8 @@ ESTIMATES = {
     "connect": 330,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
                                   # reference Kafka of its own, eager and sessioned (166 s serially), rolling
                                   # restart (73 s), kcoord restarted under workers x2 (62 s), 2026-11-24
+    "reference-kafka-cluster": 60,  # the three-node reference Kafka (reference_kafka_cluster): start ~12 s, the smoke
+                                    # test's kill, restart and controlled shutdown ~25 s (~40 s serially, 2026-11-26)
     "consumer-kafka": 250,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
                                   # their own with short consumer sessions: scenarios with java4/confluent members,
                                   # raw ConsumerGroupHeartbeat cases
@@ -95,6 +97,8 @@ def _group(item, broker_choice: str) -> str | None:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "broker_pair" in callspec.params:  # test_differential's module-scoped pair
         return f"differential-delay{callspec.params['broker_pair']}"
+    if "reference_kafka_cluster" in item.fixturenames:  # one three-node cluster for all of them
+        return "reference-kafka-cluster"
     if _uses_session_kafka(item, broker_choice):
         return "consumer-kafka" if module in CONSUMER_PROTOCOL_MODULES else "reference-kafka"
     return None

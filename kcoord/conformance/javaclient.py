@@ -11,14 +11,13 @@ Java 17 comes from the machine.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from kcoord.testing import jvm
 
 SOURCE = Path(__file__).with_name("java") / "KcoordJavaClient.java"
 _JARS = ("kafka-clients.jar", "lz4-java.jar", "snappy-java.jar", "zstd-jni.jar", "slf4j-api.jar")
@@ -30,7 +29,7 @@ VERSIONS = tuple(CLIENT_VERSIONS.values())
 _JARS4 = ("kafka-clients-", "lz4-java-", "snappy-java-", "zstd-jni-", "slf4j-api-")
 
 
-class JavaClientUnavailable(RuntimeError):
+class JavaClientUnavailable(jvm.JavaUnavailable):
     pass
 
 
@@ -74,14 +73,12 @@ def classpath(version: str = DEFAULT_VERSION) -> str:
     _check_version(version)
     if version == DEFAULT_VERSION:
         lib = _lib_dir()
-        return ":".join(str(lib / j) for j in _JARS)
-    return ":".join(str(j) for j in _lib_dir4(version))
+        return jvm.join_classpath(*(lib / j for j in _JARS))
+    return jvm.join_classpath(*_lib_dir4(version))
 
 
 def build_dir(version: str = DEFAULT_VERSION) -> Path:
-    for tool in ("java", "javac"):
-        if shutil.which(tool) is None:
-            raise JavaClientUnavailable(f"`{tool}` not found: install a JDK 17 (apt-get install openjdk-17-jdk-headless)")
+    jvm.require_java(JavaClientUnavailable)
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
     # One source, compiled against each client version (3.9.1 keeps its old directory name).
     out = Path(sys.prefix) / "java-build" / (digest if version == DEFAULT_VERSION else f"{digest}-{version}")
@@ -91,42 +88,35 @@ def build_dir(version: str = DEFAULT_VERSION) -> Path:
 
 
 def compile_once(out: Path, product: str, source: Path, cp: str, failure: str) -> None:
-    """javac `source` into `out` unless `out/product` is there already.
-
-    Test workers (pytest-xdist) and other checkouts sharing the venv may ask at once: the
-    build is serialised by a lock file beside `out`, so nobody removes a directory another
-    process is running java from, and the result is renamed into place whole, so an
-    interrupted build never looks complete."""
-    if (out / product).exists():
-        return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.with_name(out.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (out / product).exists():  # built while we waited
-            return
-        scratch = out.with_name(out.name + f".partial-{os.getpid()}")
-        shutil.rmtree(scratch, ignore_errors=True)
-        scratch.mkdir(parents=True)
-        proc = subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(scratch), str(source)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise JavaClientUnavailable(f"{failure}:\n{proc.stderr[-3000:]}")
-        shutil.rmtree(out, ignore_errors=True)
-        scratch.rename(out)
+    """jvm.compile_once, failing with JavaClientUnavailable."""
+    jvm.compile_once(out, product, source, cp, failure, JavaClientUnavailable)
 
 
 # A driver process lives seconds to a minute, mostly starting up: the C1-only JIT and
 # serial GC take ~30% less CPU to get a client connected than the JVM's defaults (which
 # matters when a test starts 16 members on a 2-core machine), and leave what the client
 # does on the wire unchanged.
-JVM_OPTS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto")
+JVM_OPTS = jvm.lean_options(headless=False)
+
+
+def java_command(main: str, *args: str, classpath: str) -> list[str]:
+    """`java` with the drivers' options running `main` (a driver or a Java judge of the tests)."""
+    return jvm.command(main, *args, classpath=classpath, options=JVM_OPTS, error=JavaClientUnavailable)
+
+
+def program_command(source: Path, label: str, cp: str, *args: str) -> list[str]:
+    """`java` running the class `source` declares (a Java judge or helper of the tests), compiled
+    once against `cp` into the venv's java-build/LABEL-DIGEST."""
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    out = Path(sys.prefix) / "java-build" / f"{label}-{digest}"
+    compile_once(out, f"{source.stem}.class", source, cp, f"{source.name} does not compile")
+    return java_command(source.stem, *args, classpath=jvm.join_classpath(out, cp))
 
 
 def command(action: str, *args: str, version: str = DEFAULT_VERSION) -> list[str]:
     """The java command line of one driver action, on kafka-clients `version` (3.9.1 or 4.3.1)."""
-    return ["java", *JVM_OPTS, "-cp", f"{build_dir(version)}:{classpath(version)}", "KcoordJavaClient", action,
-            *args]
+    return java_command("KcoordJavaClient", action, *args,
+                        classpath=jvm.join_classpath(build_dir(version), classpath(version)))
 
 
 def command_for(client: str, action: str, *args: str) -> list[str]:
@@ -144,5 +134,5 @@ def run(action: str, *args: str, timeout: float = 120, version: str = DEFAULT_VE
 
 def start(action: str, *args: str, version: str = DEFAULT_VERSION) -> subprocess.Popen:
     """Start an action in the background (stdout: JSON lines)."""
-    return subprocess.Popen(command(action, *args, version=version), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return jvm.spawn(command(action, *args, version=version), stdin=None, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -12,6 +11,7 @@ import time
 from pathlib import Path
 
 from kcoord.conformance import javaclient
+from kcoord.testing import jvm
 from wire import codec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,17 +136,11 @@ class Member:
         return event["partitions"] if event["event"] == "assigned" else []
 
     def stop(self, timeout: float = 30) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """SIGTERM: the member leaves its group; SIGKILL if it has not ended after `timeout`."""
+        jvm.stop(self.proc, timeout)
 
     def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
+        jvm.kill(self.proc)
 
 
 def assignments(app, group_id: str) -> dict[str, list[int]]:

@@ -6,6 +6,7 @@ them runs unchanged against kcoord and against the reference Apache Kafka.
     committed(bootstrap, "g") / end_offsets(bootstrap, "t") # OffsetFetch / ListOffsets
     produce_batch(bootstrap, "t", 0, batch)                 # Produce: the base offset
     read_partition(bootstrap, "t", 0)                       # Fetch: every record, in offset order
+    read_batches(bootstrap, "t", 0)                         # Fetch: every batch (control ones too)
     wait_subscription(bootstrap, "sub", {"interval.ms": "1000"})  # DescribeConfigs of a client-metrics one
 
 `KafkaHandle` gives a Kafka (reference or external) the surface of the kcoord_server
@@ -77,20 +78,25 @@ def wait_group(bootstrap: str, group: str, timeout: float = 30.0, state: str | N
         time.sleep(0.1)
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30.0) -> None:
-    """CreateTopics with replication factor 1; an existing topic is an error."""
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30.0, *,
+                 replication_factor: int = 1, wait: bool = True) -> None:
+    """CreateTopics (replication factor 1 unless given); an existing topic is an error. With
+    `wait`, until `bootstrap` leads every partition, as a single broker does (a cluster's
+    partitions are led by several: ReferenceKafkaCluster.create_topic waits on each leader)."""
     from kcoord.protocol_client import Connection, ProtocolError
     from wire.errors import ErrorCode
 
     with Connection.to(bootstrap, timeout) as conn:
         v = conn.version(19, 5, 2)
-        answer = conn.call(19, v, {"topics": [{"name": topic, "num_partitions": partitions, "replication_factor": 1,
+        answer = conn.call(19, v, {"topics": [{"name": topic, "num_partitions": partitions,
+                                               "replication_factor": replication_factor,
                                                "assignments": [], "configs": []}],
                                    "timeout_ms": int(timeout * 1000), "validate_only": False})
         [result] = answer.topics
         if result.error_code:
             raise ProtocolError(f"CreateTopics {topic}: {ErrorCode(result.error_code).name}")
-    _wait_leaders(bootstrap, topic, partitions, timeout)
+    if wait:
+        _wait_leaders(bootstrap, topic, partitions, timeout)
 
 
 def partitions(bootstrap: str, topic: str, timeout: float = 10.0) -> list[int]:
@@ -110,14 +116,14 @@ def _wait_leaders(bootstrap: str, topic: str, count: int, timeout: float) -> Non
     # gets NOT_LEADER_OR_FOLLOWER (2 of 60 new topics on 4.3.1). ListOffsets asks the partition
     # itself (an error until it leads, and until the topic exists), and appends nothing.
     deadline = time.monotonic() + timeout
-    while _unled(bootstrap, topic, count):
+    while unled_partitions(bootstrap, topic, count):
         if time.monotonic() > deadline:
             raise TimeoutError(f"topic {topic}: {count} partitions without leaders after {timeout:g}s")
         time.sleep(0.05)
 
 
-def _unled(bootstrap: str, topic: str, count: int) -> list[int]:
-    """The partitions whose ListOffsets (latest) answers an error."""
+def unled_partitions(bootstrap: str, topic: str, count: int) -> list[int]:
+    """The partitions of `topic`'s first `count` whose ListOffsets (latest) at `bootstrap` answers an error."""
     from kcoord.protocol_client import Connection
 
     with Connection.to(bootstrap, 10.0) as conn:
@@ -153,6 +159,12 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
 def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> list:
     """Every record of the partition up to its high watermark, in offset order, from Fetch
     (wire.records.Record: offset, key, value, ...)."""
+    return [r for batch in read_batches(bootstrap, topic, partition, timeout) for r in batch.records()]
+
+
+def read_batches(bootstrap: str, topic: str, partition: int = 0, timeout: float = 10.0) -> list:
+    """Every record batch of the partition up to its high watermark, in offset order, from Fetch
+    (wire.records.RecordBatch: a reader that must tell control batches apart needs these)."""
     from kcoord.protocol_client import Connection, ProtocolError
     from wire import records as R
     from wire.errors import ErrorCode
@@ -170,10 +182,10 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: floa
             part = answer.responses[0].partitions[0]
             if part.error_code:
                 raise ProtocolError(f"Fetch {topic}-{partition} at {offset}: {ErrorCode(part.error_code).name}")
-            for batch in R.iter_batches(part.records or b""):
-                got += [r for r in batch.records() if r.offset >= offset]
+            # A fetch may start inside a batch the previous one ended with: keep each batch once.
+            got += [b for b in R.iter_batches(part.records or b"") if b.last_offset >= offset]
             if got:
-                offset = got[-1].offset + 1
+                offset = got[-1].last_offset + 1
             if offset >= part.high_watermark:
                 return got
             if not part.records:

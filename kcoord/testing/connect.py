@@ -25,8 +25,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,8 +33,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kcoord.testing import maven
-from kcoord.testing.reference_kafka import JDK_HINT, free_port, kafka_version
+from kcoord.testing import jvm, maven
+from kcoord.testing.reference_kafka import free_port, kafka_version
 
 POM = Path(__file__).with_name("connect") / "pom.xml"
 MARKER = maven.MARKER
@@ -44,8 +42,7 @@ MAIN = "org.apache.kafka.connect.cli.ConnectDistributed"
 VERIFIABLE_SOURCE = "org.apache.kafka.connect.tools.VerifiableSourceConnector"
 # As kcoord.testing.kafka_tools: a worker holds a few tasks; the C1-only JIT and the serial GC
 # start it with far less CPU, which four workers and a broker on 2 shared cores need.
-JVM_OPTS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-            "-Djava.awt.headless=true")
+JVM_OPTS = jvm.lean_options(xms="64m", xmx="256m")
 PROTOCOLS = ("eager", "compatible", "sessioned")
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 30.0
@@ -72,7 +69,7 @@ logger.jetty.level = WARN
 """
 
 
-class ConnectUnavailable(RuntimeError):
+class ConnectUnavailable(jvm.JavaUnavailable):
     """Kafka Connect cannot run here; the message says what to install or do."""
 
 
@@ -85,7 +82,7 @@ def fetch(version: str | None = None) -> Path:
     version = version or kafka_version()
     home = cache_dir(version)
     if not ((home / MARKER).exists() and (home / "libs").is_dir()):
-        maven.require("java", JDK_HINT, ConnectUnavailable)
+        jvm.require_java(ConnectUnavailable)
     return maven.fetch(home, "libs", POM, {"kafka.version": version}, "connect-runtime-*.jar",
                        f"Kafka Connect {version}", ConnectUnavailable)
 
@@ -93,11 +90,8 @@ def fetch(version: str | None = None) -> Path:
 def classpath(version: str | None = None) -> str:
     """Connect's jars, which must have been fetched already: starting a worker never starts
     a Maven download on its own."""
-    home = cache_dir(version)
-    libs = home / "libs"
-    if not (home / MARKER).exists() or not any(libs.glob("connect-file-*.jar")):
-        raise ConnectUnavailable(f"Kafka Connect's jars are not in {libs}: {INSTALL_HINT}")
-    return f"{libs}/*"
+    return jvm.fetched_jars(cache_dir(version), "connect-file-*.jar", "Kafka Connect's", INSTALL_HINT,
+                            ConnectUnavailable)
 
 
 def verifiable_source_config(topic: str, tasks: int = 4, throughput: int = 5) -> dict[str, str]:
@@ -158,7 +152,7 @@ class ConnectWorker:
     name: str
     port: int
     home: Path
-    proc: subprocess.Popen | None = None
+    proc: jvm.JvmProcess | None = None
 
     @property
     def worker_id(self) -> str:  # what the REST status calls it
@@ -186,7 +180,7 @@ class ConnectWorker:
         return parse_assignments(self.log_text())
 
     def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log_text().splitlines()[-lines:])
+        return jvm.tail(self.log, lines)
 
 
 @dataclass
@@ -245,16 +239,16 @@ class ConnectCluster:
     # -- workers ---------------------------------------------------------------------------
 
     def _spawn(self, worker: ConnectWorker) -> None:
-        java = maven.require("java", JDK_HINT, ConnectUnavailable)
+        jvm.require_java(ConnectUnavailable)
         worker.home.mkdir(parents=True, exist_ok=True)
         props = {**self.config, "listeners": f"http://127.0.0.1:{worker.port}",
                  "rest.advertised.port": str(worker.port)}
         (worker.home / "worker.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         (worker.home / "log4j2.properties").write_text(LOG4J2.format(log=worker.log))
-        cmd = [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={worker.home / 'log4j2.properties'}",
-               "-cp", classpath(self.version), MAIN, str(worker.home / "worker.properties")]
-        worker.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=open(worker.home / "stdout", "ab"),
-                                       stderr=subprocess.STDOUT, cwd=worker.home, start_new_session=True)
+        cmd = jvm.command(MAIN, str(worker.home / "worker.properties"), classpath=classpath(self.version),
+                          options=(*JVM_OPTS, jvm.log4j_option(worker.home / "log4j2.properties")),
+                          error=ConnectUnavailable)
+        worker.proc = jvm.spawn(cmd, log=worker.home / "stdout", append=True, cwd=worker.home, own_group=True)
 
     def add_worker(self, wait: bool = True) -> ConnectWorker:
         worker = ConnectWorker(f"w{len(self.workers)}", free_port(), self.dir / f"w{len(self.workers)}")
@@ -299,30 +293,15 @@ class ConnectCluster:
     def stop(self, worker: ConnectWorker, timeout: float = STOP_TIMEOUT) -> None:
         """SIGTERM: the worker stops its tasks and leaves the group."""
         if worker.alive:
-            worker.proc.send_signal(signal.SIGTERM)
-            try:
-                worker.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                worker.proc.kill()
-                worker.proc.wait()
+            jvm.stop(worker.proc, timeout)
 
     def kill(self, worker: ConnectWorker) -> None:
         """SIGKILL: the group only finds out when the session times out."""
         if worker.alive:
-            worker.proc.kill()
-            worker.proc.wait()
+            jvm.kill(worker.proc)
 
     def close(self) -> None:
-        for w in self.workers:
-            if w.alive:
-                w.proc.send_signal(signal.SIGTERM)
-        for w in self.workers:
-            if w.proc is not None:
-                try:
-                    w.proc.wait(STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    w.proc.kill()
-                    w.proc.wait()
+        jvm.stop_all([w.proc for w in self.workers if w.proc is not None], STOP_TIMEOUT)
         if self._own_dir and not os.environ.get("KCOORD_KEEP_CONNECT_LOGS"):
             shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -20,14 +20,14 @@ import hashlib
 import os
 import re
 import select
-import shutil
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kcoord.testing.reference_kafka import MARKER, ReferenceKafkaUnavailable, cache_dir, require_java
+from kcoord.testing import jvm
+from kcoord.testing.reference_kafka import ReferenceKafkaUnavailable, cache_dir
 
 # Short names as in Kafka's bin/kafka-<name>.sh.
 TOOLS = {
@@ -43,8 +43,7 @@ TOOLS = {
 }
 # Each run is a fresh short-lived JVM: the C1-only JIT, the serial GC and the CDS
 # archive cut its start (~1 s of CPU) far more than a bigger heap would speed it up.
-JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-            "-Djava.awt.headless=true")
+JVM_OPTS = jvm.lean_options(xmx="256m")
 DEFAULT_TIMEOUT = 60.0
 INSTALL_HINT = "run `make install-test` (it fetches Apache Kafka's jars with Maven)"
 
@@ -79,11 +78,8 @@ class ToolResult:
 def classpath(version: str | None = None) -> str:
     """The reference Kafka's jars, which must have been fetched already: a tool run never
     starts a Maven download on its own."""
-    home = cache_dir(version)
-    libs = home / "libs"
-    if not (home / MARKER).exists() or not any(libs.glob("kafka-tools-*.jar")):
-        raise ReferenceKafkaUnavailable(f"Kafka's tool jars are not in {libs}: {INSTALL_HINT}")
-    return f"{libs}/*"
+    return jvm.fetched_jars(cache_dir(version), "kafka-tools-*.jar", "Kafka's tool", INSTALL_HINT,
+                            ReferenceKafkaUnavailable)
 
 
 _log_config: Path | None = None
@@ -106,10 +102,14 @@ def command(tool: str, bootstrap: str | None, *args: str, version: str | None = 
     cls = TOOLS.get(tool, tool)
     if "." not in cls:
         raise ValueError(f"unknown tool {tool!r}: one of {', '.join(TOOLS)} or a class name")
-    java = require_java()
     extra = ["--bootstrap-server", bootstrap] if bootstrap else []
-    return [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={_log4j_config()}",
-            "-cp", classpath(version), cls, *extra, *args]
+    return jvm.command(cls, *extra, *args, classpath=classpath(version), options=tool_options(),
+                       error=ReferenceKafkaUnavailable)
+
+
+def tool_options() -> tuple[str, ...]:
+    """The tools' JVM options, their log4j configuration (errors only, on stderr) among them."""
+    return (*JVM_OPTS, jvm.log4j_option(_log4j_config()))
 
 
 def run_tool(tool: str, bootstrap: str | None, *args: str, timeout: float = DEFAULT_TIMEOUT,
@@ -129,25 +129,9 @@ SESSION_CLASS = "KcoordToolSession"
 
 def _build_session(version: str | None = None) -> Path:
     """KcoordToolSession compiled against the tool jars, once per source and version."""
-    cp = classpath(version)
-    if shutil.which("javac") is None:
-        raise ReferenceKafkaUnavailable("`javac` not found on PATH: install a JDK 17: "
-                                        "apt-get install openjdk-17-jdk-headless")
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out = cache_dir(version) / "tool-session" / digest
-    if not (out / f"{SESSION_CLASS}.class").exists():
-        scratch = out.with_name(f"{digest}.partial-{os.getpid()}")
-        scratch.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", str(scratch), str(SOURCE)],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise ReferenceKafkaUnavailable(f"{SOURCE.name} does not compile: {proc.stderr[-2000:]}")
-        try:
-            scratch.rename(out)  # an interrupted build never looks complete
-        except OSError:  # another process (a parallel test worker) finished first: use its build
-            shutil.rmtree(scratch, ignore_errors=True)
-    return out
+    return jvm.compile_once(cache_dir(version) / "tool-session" / digest, f"{SESSION_CLASS}.class", SOURCE,
+                            classpath(version), f"{SOURCE.name} does not compile", ReferenceKafkaUnavailable)
 
 
 class ToolSession:
@@ -169,12 +153,12 @@ class ToolSession:
 
     def start(self) -> "ToolSession":
         build = _build_session(self.version)
-        cmd = [require_java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={_log4j_config()}",
-               "-cp", f"{build}:{classpath(self.version)}", SESSION_CLASS]
+        cmd = jvm.command(SESSION_CLASS, classpath=jvm.join_classpath(build, classpath(self.version)),
+                          options=tool_options(), error=ReferenceKafkaUnavailable)
         fd, name = tempfile.mkstemp(prefix="kcoord-tools-", suffix=".log")
         self.stderr_log = Path(name)
         with os.fdopen(fd, "wb") as err:  # the session's own log lines, not a command's
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+            self.proc = jvm.spawn(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
         return self
 
     def close(self) -> None:
@@ -185,8 +169,7 @@ class ToolSession:
             proc.stdin.close()
             proc.wait(10)
         except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
+            jvm.kill(proc)
         if self.stderr_log is not None:
             self.stderr_log.unlink(missing_ok=True)
 

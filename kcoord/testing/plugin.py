@@ -22,6 +22,9 @@ The same test can run against the reference Apache Kafka (kcoord.testing.referen
                       a handle on the reference Kafka with .bootstrap, .wait_for(), .committed()
     broker_any        parametrised over both: every test using it runs as [kcoord] and [kafka]
 
+    reference_kafka_cluster   a session-wide three-node Kafka (ReferenceKafkaCluster: stop(i), kill(i),
+                      start(i), metadata(topic)); every node runs again after each test
+
 --kafka-bootstrap HOST:PORT (env KCOORD_KAFKA_BOOTSTRAP) uses a Kafka you already run instead
 of starting one. kcoord.testing.brokers has broker-neutral helpers (wait_group, create_topic, ...).
 """
@@ -228,6 +231,23 @@ def reference_kafka(request):
         yield kafka
     finally:
         kafka.stop()
+
+
+@pytest.fixture(scope="session")
+def reference_kafka_cluster_session():
+    """The session's three-node reference Kafka, started with the session Kafka's settings."""
+    from kcoord.testing.reference_kafka import ReferenceKafkaCluster
+
+    with ReferenceKafkaCluster(REFERENCE_KAFKA_CONFIG) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def reference_kafka_cluster(reference_kafka_cluster_session):
+    """The session's three-node reference Kafka (ReferenceKafkaCluster); the nodes a test
+    stopped or killed are started again after it, so the next test finds all three."""
+    yield reference_kafka_cluster_session
+    reference_kafka_cluster_session.restore()
 
 
 @pytest.fixture

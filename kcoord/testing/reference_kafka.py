@@ -7,6 +7,9 @@ loopback ports, started from jars Maven fetches once into a cache:
     with ReferenceKafka({"group.initial.rebalance.delay.ms": "0"}) as kafka:
         consumer = KafkaConsumer("t", group_id="g", bootstrap_servers=kafka.bootstrap)
 
+    with ReferenceKafkaCluster() as cluster:      # three nodes, each broker and controller
+        cluster.kill(cluster.metadata("t")[0].leader); cluster.start(...)
+
     python -m kcoord.testing.reference_kafka fetch            # what `make install-test` runs
     python -m kcoord.testing.reference_kafka serve [--config K=V ...]
 
@@ -21,18 +24,21 @@ import argparse
 import atexit
 import base64
 import errno
+import functools
+import itertools
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from kcoord.testing import maven
+from kcoord.testing import jvm, maven
 
 KAFKA_VERSION = "4.3.1"
 POM = Path(__file__).with_name("reference-kafka") / "pom.xml"
@@ -41,10 +47,9 @@ START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0
 # Kafka's own start script uses G1 with a 1 GiB heap; a test broker holds little, and
 # the C1-only JIT and serial GC start it faster (bench: see docs/conformance.md, "The reference Kafka").
-JVM_OPTS = ("-Xms256m", "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
-            "-Djava.awt.headless=true")
+JVM_OPTS = jvm.lean_options(xms="256m", xmx="1g")
+FORMAT_OPTS = jvm.lean_options()  # kafka-storage format: a few seconds, a small heap's default
 READY_GROUP = "kcoord-reference-kafka-ready"
-JDK_HINT = "install a JDK 17: apt-get install openjdk-17-jdk-headless"
 
 # Kafka's log4j layout, which kcoord's analytics (kcoord.analytics.events) parse.
 LOG4J2 = """\
@@ -62,7 +67,7 @@ logger.state.level = WARN
 """
 
 
-class ReferenceKafkaUnavailable(RuntimeError):
+class ReferenceKafkaUnavailable(jvm.JavaUnavailable):
     """The reference Kafka cannot run here; the message says what to install or do."""
 
 
@@ -74,12 +79,8 @@ def cache_dir(version: str | None = None) -> Path:
     return maven.cache_root() / f"kafka-{version or kafka_version()}"
 
 
-def _require(tool: str, hint: str) -> str:
-    return maven.require(tool, hint, ReferenceKafkaUnavailable)
-
-
 def require_java() -> str:
-    return _require("java", JDK_HINT)
+    return jvm.require_java(ReferenceKafkaUnavailable)
 
 
 def fetch(version: str | None = None) -> Path:
@@ -120,48 +121,134 @@ def _cluster_id() -> str:
             return cid
 
 
-def _tail(path: Path, lines: int = 15) -> str:
+def format_storage(configs: list[Path], cluster_id: str, version: str | None = None, timeout: float = 120.0) -> None:
+    """`kafka-storage format` of each server.properties' log dirs for `cluster_id`, the
+    JVMs run side by side; a failure raises ReferenceKafkaUnavailable with its last line."""
+    cp = classpath(version)
+    procs = [jvm.spawn(jvm.command("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config),
+                                   classpath=cp, options=FORMAT_OPTS, error=ReferenceKafkaUnavailable),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for config in configs]
     try:
-        text = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return ""
-    return "\n".join(text[-lines:])
-
-
-def _die_with_parent() -> None:
-    # atexit cannot run when the Python process is SIGKILLed (a test run killed on a
-    # timeout): Linux then sends the JVM SIGTERM, so no broker outlives its starter.
-    # (The thread that started the broker counts as the parent: start it from one that lives.)
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+        outputs = [proc.communicate(timeout=timeout) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                jvm.kill(proc)
+    for proc, (out, err) in zip(procs, outputs):
+        if proc.returncode != 0:
+            raise ReferenceKafkaUnavailable(
+                f"kafka-storage format failed ({proc.returncode}): "
+                f"{(err or out).strip().splitlines()[-1:] or ['no output']}"[:2000])
 
 
 DIR_PREFIX = "kcoord-kafka-"
 
 
-def _sweep_orphans() -> None:
-    """Remove the directories of brokers whose starter was killed before it could."""
-    for d in Path(tempfile.gettempdir()).glob(f"{DIR_PREFIX}*"):
-        try:
-            owner = int((d / "owner.pid").read_text())
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            shutil.rmtree(d, ignore_errors=True)
-        except (OSError, ValueError):
-            pass
+@functools.lru_cache(maxsize=4)
+def ready_groups(partitions: int) -> tuple[str, ...]:
+    """One group id for each __consumer_offsets partition, READY_GROUP's first."""
+    from kcoord.coordinator.config import offsets_partition_for
+
+    found: dict[int, str] = {}
+    for n in itertools.count():
+        group = READY_GROUP if n == 0 else f"{READY_GROUP}-{n}"
+        found.setdefault(offsets_partition_for(group, partitions), group)
+        if len(found) == partitions:
+            return tuple(found.values())
 
 
-_LIVE: set["ReferenceKafka"] = set()
+def unready(nodes: dict[int, tuple[str, int]], partitions: int) -> str | None:
+    """What keeps KRaft nodes (node id -> host, port) from serving every group, or None when
+    nothing does: each must list all of them in Metadata (a fenced broker is left out), and
+    the coordinator of a group in each of the `partitions` __consumer_offsets partitions must
+    answer DescribeGroups. FindCoordinator (whose first call creates the topic) names a
+    partition's leader before it has loaded the partition; group requests answer
+    COORDINATOR_LOAD_IN_PROGRESS until then, which a test's first JoinGroup must not see
+    (kcoord never says it)."""
+    from kcoord.protocol_client import Connection, ProtocolError
+
+    def connect(node_id: int) -> Connection:
+        host, port = nodes[node_id]
+        return Connection(host, port, timeout=5.0, client_id="kcoord-reference-kafka")
+
+    groups = ready_groups(partitions)
+    try:
+        for node_id in nodes:
+            with connect(node_id) as conn:
+                meta = conn.call(3, conn.version(3, 4, 1), {"topics": [], "allow_auto_topic_creation": False})
+            listed = {b.node_id for b in meta.brokers}
+            if not set(nodes) <= listed:
+                return f"node {node_id}'s Metadata lists brokers {sorted(listed)}"
+        with connect(next(iter(nodes))) as conn:
+            found = conn.call(10, conn.version(10, 4, 4), {"key_type": 0, "coordinator_keys": list(groups)})
+        by_node: dict[int, list[str]] = {}
+        for c in found.coordinators:
+            if c.error_code:
+                return f"FindCoordinator error {c.error_code} for {c.key}"
+            by_node.setdefault(c.node_id, []).append(c.key)
+        for node_id, keys in by_node.items():
+            if node_id not in nodes:
+                return f"node {node_id}, which is down, coordinates {len(keys)} of the groups"
+            with connect(node_id) as conn:
+                described = conn.call(15, conn.version(15, 5), {"groups": keys})
+            codes = sorted({g.error_code for g in described.groups} - {0})
+            if codes:
+                return f"DescribeGroups on node {node_id}: errors {codes}"
+    except (OSError, ProtocolError) as err:
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+# How to stop each broker or cluster still running: at exit, whatever a test left running goes.
+_LIVE: set[Callable[[], None]] = set()
 
 
 @atexit.register
 def _stop_all() -> None:
-    for kafka in list(_LIVE):
-        kafka.stop()
+    for stop in list(_LIVE):
+        stop()
+
+
+def _keep_logs(home: Path, keep: Path) -> Path | None:
+    """server.log and stdout.log of `home` copied into `keep`; the kept server.log, if any."""
+    keep.mkdir(parents=True, exist_ok=True)
+    for name in ("server.log", "stdout.log"):
+        if (home / name).exists():
+            shutil.copy2(home / name, keep / name)
+    return keep / "server.log" if (keep / "server.log").exists() else None
+
+
+def write_node_config(home: Path, node_id: int, host: str, port: int, voters: str, settings: dict[str, str]) -> dict:
+    """A combined-mode (broker and controller) KRaft node's server.properties and log4j2.properties
+    in `home`, its log dir `home`/data: the node's listeners (PLAINTEXT on `port`, CONTROLLER on
+    its entry in `voters`, "ID@HOST:PORT,..."), then `settings`. Its config, as written."""
+    controller_port = next(v.rsplit(":", 1)[1] for v in voters.split(",") if v.startswith(f"{node_id}@"))
+    (home / "data").mkdir(exist_ok=True)
+    config = {
+        "process.roles": "broker,controller",
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters,
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(home / "data"),
+        **settings,
+    }
+    (home / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+    (home / "log4j2.properties").write_text(LOG4J2.format(log=home / "server.log"))
+    return config
+
+
+def broker_process(home: Path, libs: Path, options: tuple[str, ...] = JVM_OPTS) -> jvm.JvmProcess:
+    """kafka.Kafka on `home`/server.properties, logging by `home`/log4j2.properties, its
+    stdout in `home`/stdout.log (appended to: a node started again keeps its first words)."""
+    cmd = jvm.command("kafka.Kafka", str(home / "server.properties"), classpath=f"{libs}/*",
+                      options=(*options, jvm.log4j_option(home / "log4j2.properties"), f"-Dkafka.logs.dir={home}"),
+                      error=ReferenceKafkaUnavailable)
+    # Its own process group: stop() signals the JVM and nothing else.
+    return jvm.spawn(cmd, log=home / "stdout.log", append=True, cwd=home, own_group=True, die_with_parent=True)
 
 
 class ReferenceKafka:
@@ -216,7 +303,7 @@ class ReferenceKafka:
         if self.proc is not None:
             raise RuntimeError("this ReferenceKafka is already started")
         began = time.monotonic()
-        java = require_java()
+        require_java()
         libs = fetch(self.version)
         for name, port in (("port", self.port), ("controller port", self.controller_port)):
             if port and _port_in_use(self.host, port):
@@ -225,28 +312,14 @@ class ReferenceKafka:
                     f"(another broker?); pick another or leave it unset for a free one")
         self.port = self.port or free_port(self.host)
         self.controller_port = self.controller_port or free_port(self.host)
-        _sweep_orphans()
-        self.dir = Path(tempfile.mkdtemp(prefix=DIR_PREFIX))
-        (self.dir / "owner.pid").write_text(f"{os.getpid()}\n")
-        _LIVE.add(self)
+        jvm.sweep_orphans(DIR_PREFIX)
+        self.dir = jvm.owned_dir(DIR_PREFIX)
+        _LIVE.add(self.stop)
         try:
             self._write_config()
-            cp = f"{libs}/*"
-            fmt = subprocess.run([java, *JVM_OPTS[2:], "-cp", cp, "kafka.tools.StorageTool", "format",
-                                  "-t", _cluster_id(), "-c", str(self.dir / "server.properties")],
-                                 capture_output=True, text=True, timeout=120)
-            if fmt.returncode != 0:
-                raise ReferenceKafkaUnavailable(
-                    f"kafka-storage format failed ({fmt.returncode}): "
-                    f"{(fmt.stderr or fmt.stdout).strip().splitlines()[-1:] or ['no output']}"[:2000])
-            with open(self.dir / "stdout.log", "wb") as out:
-                self.proc = subprocess.Popen(
-                    [java, *JVM_OPTS, f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}",
-                     f"-Dkafka.logs.dir={self.dir}", "-cp", cp, "kafka.Kafka", str(self.dir / "server.properties")],
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
-                    start_new_session=True,  # its own process group: stop() signals the JVM and nothing else
-                    preexec_fn=_die_with_parent)
-                self.pid = self.proc.pid
+            format_storage([self.dir / "server.properties"], _cluster_id(), self.version)
+            self.proc = broker_process(self.dir, libs)
+            self.pid = self.proc.pid
             self._wait_ready(began + self.start_timeout)
         except BaseException:
             self.stop()
@@ -256,17 +329,7 @@ class ReferenceKafka:
 
     def _write_config(self) -> None:
         assert self.dir is not None
-        (self.dir / "data").mkdir()
-        self.config = {
-            "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
-            "listeners": f"PLAINTEXT://{self.host}:{self.port},CONTROLLER://{self.host}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{self.port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.dir / "data"),
+        self.config = write_node_config(self.dir, 1, self.host, self.port, f"1@{self.host}:{self.controller_port}", {
             "offsets.topic.replication.factor": "1",
             "offsets.topic.num.partitions": "1",  # one __consumer_offsets partition loads fastest
             "transaction.state.log.replication.factor": "1",
@@ -274,13 +337,11 @@ class ReferenceKafka:
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
             **self.extra,
-        }
-        (self.dir / "server.properties").write_text("".join(f"{k}={v}\n" for k, v in self.config.items()))
-        (self.dir / "log4j2.properties").write_text(LOG4J2.format(log=self.dir / "server.log"))
+        })
 
     def _failure(self, what: str) -> ReferenceKafkaUnavailable:
-        log = _tail(self.dir / "server.log") if self.dir else ""
-        out = _tail(self.dir / "stdout.log") if self.dir else ""
+        log = jvm.tail(self.dir / "server.log") if self.dir else ""
+        out = jvm.tail(self.dir / "stdout.log") if self.dir else ""
         if "Address already in use" in log + out:
             what = (f"its port {self.host}:{self.port} or {self.host}:{self.controller_port} is already in use "
                     f"(another broker?)")
@@ -290,76 +351,291 @@ class ReferenceKafka:
                                          + (f"\n{detail}" if detail else ""))
 
     def _wait_ready(self, deadline: float) -> None:
-        """Until Metadata answers, FindCoordinator finds a coordinator (the first one creates
-        __consumer_offsets; until it is loaded the answer is COORDINATOR_NOT_AVAILABLE) and
-        that coordinator answers a group request."""
-        from kcoord.protocol_client import Connection, ProtocolError
-
         last = "no answer yet"
         while True:
             if self.proc.poll() is not None:
                 raise self._failure(f"exited with status {self.proc.returncode} while starting")
             if time.monotonic() > deadline:
                 raise self._failure(f"did not answer within {self.start_timeout:g}s (last: {last})")
-            try:
-                with Connection(self.host, self.port, timeout=5.0, client_id="kcoord-reference-kafka") as conn:
-                    meta = conn.call(3, conn.version(3, 4, 1), {"topics": [], "allow_auto_topic_creation": False})
-                    if not meta.brokers:
-                        last = "Metadata lists no broker"
-                    else:
-                        while time.monotonic() < deadline and self.proc.poll() is None:
-                            found = conn.call(10, conn.version(10, 3), {"key": READY_GROUP, "key_type": 0})
-                            if found.error_code == 0:
-                                # FindCoordinator names the partition's leader before its
-                                # coordinator has loaded it; group requests answer
-                                # COORDINATOR_LOAD_IN_PROGRESS until then, which a test's first
-                                # JoinGroup must not see (kcoord never says it).
-                                described = conn.call(15, conn.version(15, 5), {"groups": [READY_GROUP]})
-                                code = described.groups[0].error_code
-                                if code == 0:
-                                    return
-                                last = f"DescribeGroups error {code}"
-                            else:
-                                last = f"FindCoordinator error {found.error_code}"
-                            time.sleep(0.1)
-                        continue
-            except (OSError, ProtocolError) as err:
-                last = f"{type(err).__name__}: {err}"
+            last = unready({1: (self.host, self.port)}, 1)
+            if last is None:
+                return
             time.sleep(0.2)
 
     def stop(self) -> None:
         """SIGTERM, up to 15 s for a clean shutdown, then SIGKILL; the temp dir goes."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-                try:
-                    proc.wait(STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait()
-            else:
-                try:  # anything the JVM left in its group
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
+            jvm.stop(proc, STOP_TIMEOUT)
         if self.dir is not None:
             if self.keep_logs_in is not None:
-                self.keep_logs_in.mkdir(parents=True, exist_ok=True)
-                for name in ("server.log", "stdout.log"):
-                    if (self.dir / name).exists():
-                        shutil.copy2(self.dir / name, self.keep_logs_in / name)
-                if (self.keep_logs_in / "server.log").exists():
-                    self._kept_log = self.keep_logs_in / "server.log"
+                self._kept_log = _keep_logs(self.dir, self.keep_logs_in)
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
-        _LIVE.discard(self)
+        _LIVE.discard(self.stop)
+
+
+# A node of a three-node cluster: a third of the ~1 GiB a single test broker may take, so the
+# cluster fits beside the suite's other JVMs; the serial GC and C1-only JIT as everywhere.
+CLUSTER_JVM_OPTS = jvm.lean_options(xms="64m", xmx="384m")
+# What a cluster runs with unless told otherwise: groups form without the initial delay;
+# broker heartbeats, sessions and the rest are Kafka's defaults, the replication factors of
+# the internal topics too (3, min ISR 2).
+CLUSTER_CONFIG = {"group.initial.rebalance.delay.ms": "0"}
+
+
+@dataclass
+class ClusterNode:
+    """One combined-mode node of a ReferenceKafkaCluster."""
+    node_id: int
+    host: str
+    port: int
+    controller_port: int
+    home: Path
+    rack: str | None = None
+    config: dict[str, str] = field(default_factory=dict)
+    proc: jvm.JvmProcess | None = None
+    pid: int | None = None  # the latest JVM's, kept after it ends
+    stopped: bool = False  # by stop() or kill(): its end is no failure
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def log_path(self) -> Path:
+        """server.log (log4j's layout), appended to across restarts."""
+        return self.home / "server.log"
+
+    @property
+    def stdout_path(self) -> Path:
+        return self.home / "stdout.log"
+
+
+@dataclass
+class PartitionState:
+    """A partition as Metadata describes it."""
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+
+
+class ReferenceKafkaCluster:
+    """Three Apache Kafka KRaft nodes in combined mode (each broker and controller, node ids
+    0, 1, 2, static controller.quorum.voters) on loopback; a context manager.
+
+    `config` adds or overrides every node's server.properties keys (CLUSTER_CONFIG's by
+    default: group.initial.rebalance.delay.ms=0, otherwise Kafka's defaults);
+    `racks` gives each node a broker.rack. stop(i) is a SIGTERM (Kafka's controlled
+    shutdown), kill(i) a SIGKILL, start(i) brings node i back on its ports and log dir.
+    With `keep_logs_in`, close() copies each node's logs to node-I/ there."""
+
+    host = "127.0.0.1"
+
+    def __init__(self, config: dict[str, str] | None = None, *, size: int = 3, racks: list[str] | None = None,
+                 version: str | None = None, keep_logs_in: str | os.PathLike | None = None,
+                 start_timeout: float = 2 * START_TIMEOUT):
+        if racks is not None and len(racks) != size:
+            raise ValueError(f"{size} nodes, {len(racks)} racks: give one rack per node")
+        self.size = size
+        self.racks = racks
+        self.version = version or kafka_version()
+        self.config = {**CLUSTER_CONFIG, **{k: str(v) for k, v in (config or {}).items()}}
+        self.keep_logs_in = Path(keep_logs_in) if keep_logs_in else None
+        self.start_timeout = start_timeout
+        self.dir: Path | None = None
+        self.nodes: list[ClusterNode] = []
+        self._libs: Path | None = None
+        self.started_in: float | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        """Every node's listener, comma-separated, as clients take bootstrap.servers."""
+        return ",".join(n.bootstrap for n in self.nodes)
+
+    @property
+    def partitions(self) -> int:
+        """__consumer_offsets' partition count."""
+        return int(self.config.get("offsets.topic.num.partitions", "50"))
+
+    def node(self, i: int) -> ClusterNode:
+        return self.nodes[i]
+
+    def running(self, i: int) -> bool:
+        return self.nodes[i].running
+
+    def __enter__(self) -> "ReferenceKafkaCluster":
+        return self.start_all()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        states = ", ".join(f"{n.node_id}: {'up' if n.running else 'down'}" for n in self.nodes)
+        return f"ReferenceKafkaCluster({self.version} at {self.bootstrap}; {states})"
+
+    def start_all(self) -> "ReferenceKafkaCluster":
+        """Format every node's log dir with one cluster id, start the JVMs side by side and
+        wait until each lists all three brokers and every group coordinator answers."""
+        if self.nodes:
+            raise RuntimeError("this ReferenceKafkaCluster is already started")
+        began = time.monotonic()
+        require_java()
+        self._libs = fetch(self.version)
+        jvm.sweep_orphans(DIR_PREFIX)
+        self.dir = jvm.owned_dir(f"{DIR_PREFIX}cluster-")
+        _LIVE.add(self.close)
+        try:
+            ports = [(free_port(self.host), free_port(self.host)) for _ in range(self.size)]
+            voters = ",".join(f"{i}@{self.host}:{c}" for i, (_, c) in enumerate(ports))
+            for i, (port, controller_port) in enumerate(ports):
+                home = self.dir / f"node-{i}"
+                home.mkdir()
+                rack = self.racks[i] if self.racks else None
+                settings = {"offsets.topic.replication.factor": str(min(3, self.size)),
+                            **({"broker.rack": rack} if rack else {}), **self.config}
+                self.nodes.append(ClusterNode(i, self.host, port, controller_port, home, rack,
+                                              write_node_config(home, i, self.host, port, voters, settings)))
+            format_storage([n.home / "server.properties" for n in self.nodes], _cluster_id(), self.version)
+            for n in self.nodes:  # from this thread, which lives on: each dies with it
+                self._spawn(n)
+            self.wait_ready(began + self.start_timeout)
+        except BaseException:
+            self.close()
+            raise
+        self.started_in = time.monotonic() - began
+        return self
+
+    def _spawn(self, node: ClusterNode) -> None:
+        node.proc = broker_process(node.home, self._libs, CLUSTER_JVM_OPTS)
+        node.pid = node.proc.pid
+        node.stopped = False
+
+    def start(self, i: int, wait: bool = True) -> ClusterNode:
+        """Node i again, on its ports and log dir, after stop(i) or kill(i); with `wait`, until
+        the cluster is ready again (wait_ready)."""
+        node = self.nodes[i]
+        if node.running:
+            raise RuntimeError(f"node {i} is running")
+        self._spawn(node)
+        if wait:
+            self.wait_ready(time.monotonic() + self.start_timeout)
+        return node
+
+    def stop(self, i: int, timeout: float = STOP_TIMEOUT) -> int:
+        """SIGTERM: Kafka's controlled shutdown (its leaderships move first), SIGKILL after
+        `timeout`; the exit status."""
+        self.nodes[i].stopped = True
+        return jvm.stop(self.nodes[i].proc, timeout)
+
+    def kill(self, i: int) -> int:
+        """SIGKILL: the controller finds out when the node's broker session times out."""
+        self.nodes[i].stopped = True
+        return jvm.kill(self.nodes[i].proc)
+
+    def wait_ready(self, deadline: float) -> None:
+        """Until every running node lists all running ones in Metadata and every group
+        coordinator answers (unready()); a node that exits, or the deadline, raises
+        ReferenceKafkaUnavailable with each node's log tail."""
+        last = "no answer yet"
+        while True:
+            exited = [n for n in self.nodes if not n.stopped and n.proc is not None and n.proc.poll() is not None]
+            if exited:
+                raise self._failure(f"node {exited[0].node_id} exited with status {exited[0].proc.returncode}")
+            if time.monotonic() > deadline:
+                raise self._failure(f"was not ready in time (last: {last})")
+            live = {n.node_id: (n.host, n.port) for n in self.nodes if n.running}
+            last = unready(live, self.partitions) if live else "no node is running"
+            if last is None:
+                return
+            time.sleep(0.2)
+
+    def log_tails(self, lines: int = 15) -> str:
+        """Each node's server.log tail (and stdout's, when it has one), for a failure's message."""
+        parts = []
+        for n in self.nodes:
+            parts.append(f"--- node {n.node_id} ({'up' if n.running else 'down'}) server.log:\n{jvm.tail(n.log_path, lines)}")
+            out = jvm.tail(n.stdout_path, lines)
+            if out:
+                parts.append(f"--- node {n.node_id} stdout:\n{out}")
+        return "\n".join(parts)
+
+    def _failure(self, what: str) -> ReferenceKafkaUnavailable:
+        return ReferenceKafkaUnavailable(f"the reference Kafka cluster {self.version} on {self.bootstrap} {what}\n"
+                                         f"{self.log_tails()}")
+
+    def metadata(self, topic: str, via: int | None = None) -> dict[int, PartitionState]:
+        """Partition -> its leader, epoch, replicas and ISR, from Metadata on node `via` (by
+        default the first running node)."""
+        from kcoord.protocol_client import Connection
+
+        node = self.nodes[via] if via is not None else next(n for n in self.nodes if n.running)
+        with Connection(node.host, node.port, timeout=10.0) as conn:
+            answer = conn.call(3, conn.version(3, 12, 7), {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                                                            "include_topic_authorized_operations": False})
+        return {p.partition_index: PartitionState(p.leader_id, p.leader_epoch, list(p.replica_nodes), list(p.isr_nodes))
+                for t in answer.topics if t.name == topic and t.error_code == 0 for p in t.partitions}
+
+    def create_topic(self, topic: str, partitions: int = 1, replication_factor: int = 3, timeout: float = 30.0) -> None:
+        """CreateTopics, then until each partition's leader answers ListOffsets for it."""
+        from kcoord.testing import brokers
+
+        via = next(n for n in self.nodes if n.running)
+        brokers.create_topic(via.bootstrap, topic, partitions, timeout, replication_factor=replication_factor,
+                             wait=False)
+        self.wait_led(topic, partitions, timeout)
+
+    def wait_led(self, topic: str, partitions: int, timeout: float = 30.0) -> dict[int, PartitionState]:
+        """Until each of the topic's partitions has a running leader that answers for it (after
+        a leader's death too); the partitions' states then."""
+        deadline = time.monotonic() + timeout
+        while not self._led(topic, partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {topic}: not every partition led after {timeout:g}s: {self.metadata(topic)}")
+            time.sleep(0.1)
+        return self.metadata(topic)
+
+    def restore(self) -> None:
+        """Every node that is not running started again, then wait_ready: what a test that
+        stops or kills nodes leaves behind for the next one."""
+        down = [n.node_id for n in self.nodes if not n.running]
+        for i in down:
+            self.start(i, wait=False)
+        if down:
+            self.wait_ready(time.monotonic() + self.start_timeout)
+
+    def _led(self, topic: str, count: int) -> bool:
+        """Whether Metadata names a running leader for each partition and each answers ListOffsets
+        for its own (Metadata names a leader a moment before it leads)."""
+        from kcoord.testing import brokers
+
+        by_leader: dict[int, set[int]] = {}
+        for p, state in self.metadata(topic).items():
+            by_leader.setdefault(state.leader, set()).add(p)
+        if sum(map(len, by_leader.values())) != count:
+            return False
+        for leader, parts in by_leader.items():
+            if not (0 <= leader < self.size and self.nodes[leader].running):
+                return False
+            if parts & set(brokers.unled_partitions(self.nodes[leader].bootstrap, topic, count)):
+                return False
+        return True
+
+    def close(self) -> None:
+        """Every running node stopped together (SIGTERM, SIGKILL after 15 s); the temp dir goes."""
+        jvm.stop_all([n.proc for n in self.nodes if n.proc is not None], STOP_TIMEOUT)
+        if self.dir is not None:
+            if self.keep_logs_in is not None:
+                for n in self.nodes:
+                    _keep_logs(n.home, self.keep_logs_in / f"node-{n.node_id}")
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+        _LIVE.discard(self.close)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,8 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-from kcoord.testing import maven
-from kcoord.testing.reference_kafka import JDK_HINT
+from kcoord.testing import jvm, maven
 
 POM = Path(__file__).with_name("spark-kafka") / "pom.xml"
 MARKER = maven.MARKER
@@ -52,7 +51,7 @@ def fetch(version: str | None = None) -> Path:
     version = version or spark_version()
     home = cache_dir(version)
     if not ((home / MARKER).exists() and (home / "jars").is_dir()):
-        maven.require("java", JDK_HINT, SparkKafkaUnavailable)
+        jvm.require_java(SparkKafkaUnavailable)
     return maven.fetch(home, "jars", POM, {"spark.version": version}, f"{CONNECTOR}-*.jar",
                        f"{CONNECTOR} {version}", SparkKafkaUnavailable)
 

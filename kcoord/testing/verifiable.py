@@ -23,8 +23,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from kcoord.testing.kafka_tools import JVM_OPTS, _log4j_config, classpath
-from kcoord.testing.reference_kafka import require_java
+from kcoord.testing import jvm
+from kcoord.testing.kafka_tools import classpath, tool_options
+from kcoord.testing.reference_kafka import ReferenceKafkaUnavailable
 
 CONSUMER_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
 PRODUCER_CLASS = "org.apache.kafka.tools.VerifiableProducer"
@@ -55,8 +56,8 @@ class _Tool:
         self._config: Path | None = None
 
     def command(self) -> list[str]:
-        cmd = [require_java(), *JVM_OPTS, f"-Dlog4j2.configurationFile={_log4j_config()}",
-               "-cp", classpath(), self.cls, *self.args]
+        cmd = jvm.command(self.cls, *self.args, classpath=classpath(), options=tool_options(),
+                          error=ReferenceKafkaUnavailable)
         if self.properties:
             fd, name = tempfile.mkstemp(prefix=f"kcoord-{self.name}-", suffix=".properties")
             with os.fdopen(fd, "w") as f:
@@ -69,8 +70,7 @@ class _Tool:
         self.events = []
         self._reset()
         self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=self._stderr)
+        self.proc = jvm.spawn(self.command(), stdout=subprocess.PIPE, stderr=self._stderr)
         self._reader = threading.Thread(target=self._read, args=(self.proc,), name=f"read-{self.name}",
                                         daemon=True)
         self._reader.start()
@@ -127,13 +127,7 @@ class _Tool:
         proc = self.proc
         if proc is None:
             return None
-        if proc.poll() is None:
-            proc.send_signal(sig)
-        try:
-            code = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
+        code = jvm.stop(proc, timeout, sig)
         if self._reader is not None:
             self._reader.join(5)
         return code

@@ -4,16 +4,14 @@ JSON lines, in one JVM for many problems. Also the problem generator the differe
 test and its hypothesis strategy share, and the conversion both ways."""
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import subprocess
-import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kcoord.conformance.javaclient import JVM_OPTS, compile_once
+from kcoord.conformance.javaclient import program_command
 from kcoord.coordinator.assignors import MemberSpec, TopicSpec, group_subscription_type
 from kcoord.coordinator.javaorder import kafka_uuid_string
 from kcoord.testing import reference_kafka
@@ -22,11 +20,7 @@ SOURCE = Path(__file__).with_name("java") / "KcoordAssignorJudge.java"
 
 
 def judge_command() -> list[str]:
-    cp = reference_kafka.classpath()
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out = Path(sys.prefix) / "java-build" / f"assignor-judge-{digest}"
-    compile_once(out, "KcoordAssignorJudge.class", SOURCE, cp, f"{SOURCE.name} does not compile")
-    return ["java", *JVM_OPTS, "-cp", f"{out}:{cp}", "KcoordAssignorJudge"]
+    return program_command(SOURCE, "assignor-judge", reference_kafka.classpath())
 
 
 class Judge:

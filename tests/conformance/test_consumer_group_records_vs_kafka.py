@@ -1,12 +1,10 @@
 """kcoord's consumer group records in __consumer_offsets (KIP-848: record types 3, 5, 6, 7, 8, 16)
 read back by Kafka 4.3.1's own generated record classes: every record parses exactly, and
 says what the coordinator holds."""
-import hashlib
 import subprocess
-import sys
 from pathlib import Path
 
-from kcoord.conformance.javaclient import JVM_OPTS, compile_once
+from kcoord.conformance.javaclient import program_command
 from kcoord.coordinator.consumer_protocol import snapshot
 from kcoord.log.consumer_offsets import consumer_group_records
 from kcoord.testing import reference_kafka
@@ -16,12 +14,8 @@ SOURCE = Path(__file__).with_name("java") / "KcoordConsumerGroupRecords.java"
 
 
 def _read_with_kafka(records) -> list[str]:
-    cp = reference_kafka.classpath()
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
-    out = Path(sys.prefix) / "java-build" / f"consumer-group-records-{digest}"
-    compile_once(out, "KcoordConsumerGroupRecords.class", SOURCE, cp, f"{SOURCE.name} does not compile")
     text = "".join(f"{k.hex()} {'-' if v is None else v.hex()}\n" for k, v in records)
-    proc = subprocess.run(["java", *JVM_OPTS, "-cp", f"{out}:{cp}", "KcoordConsumerGroupRecords"], input=text,
+    proc = subprocess.run(program_command(SOURCE, "consumer-group-records", reference_kafka.classpath()), input=text,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.splitlines()

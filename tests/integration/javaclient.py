@@ -3,27 +3,19 @@
 KcoordJavaLogin joins a group with given security settings."""
 from __future__ import annotations
 
-import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-from kcoord.conformance.javaclient import JVM_OPTS, build_dir, classpath, compile_once
+from kcoord.conformance.javaclient import classpath, program_command
 
 SOURCE = Path(__file__).with_name("java") / "KcoordJavaLogin.java"
 
 
 def login_command(bootstrap: str, topic: str, group: str, max_seconds: int, properties: dict) -> list[str]:
     """KcoordJavaLogin: a consumer with the given client properties (security settings) joins a group."""
-    source = SOURCE
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    out = Path(sys.prefix) / "java-build" / f"login-{digest}"
-    if not (out / "KcoordJavaLogin.class").exists():
-        build_dir()  # checks the JDK
-        compile_once(out, "KcoordJavaLogin.class", source, classpath(), f"{source.name} does not compile")
-    return ["java", *JVM_OPTS, "-cp", f"{out}:{classpath()}", "KcoordJavaLogin", bootstrap, topic, group,
-            str(max_seconds), *(f"{k}={v}" for k, v in properties.items())]
+    return program_command(SOURCE, "login", classpath(), bootstrap, topic, group, str(max_seconds),
+                           *(f"{k}={v}" for k, v in properties.items()))
 
 
 def login(bootstrap: str, topic: str, group: str, properties: dict, max_seconds: int = 60) -> list[dict]:

@@ -221,19 +221,16 @@ def test_the_fixture_marker_takes_the_session_limits(kcoord_server):
 def test_the_same_file_runs_the_reference_kafka(tmp_path):
     """The file the tests above give kcoord is a working Kafka config: the real broker starts
     from it unchanged, and the same 3 s session joins there too."""
+    from kcoord.testing import jvm
     from kcoord.testing import reference_kafka as rk
 
-    java, libs = rk.require_java(), rk.fetch()
     port, cport = free_port(), free_port()
     props = tmp_path / "server.properties"
     props.write_text(SERVER_PROPERTIES.format(node_id=1, port=port, cport=cport, log_dirs=tmp_path / "kraft-logs"))
-    cp = f"{libs}/*"
-    fmt = subprocess.run([java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", "kcoordTestCluster00000",
-                          "-c", str(props)], capture_output=True, text=True, timeout=120)
-    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
-    with open(tmp_path / "kafka.out", "wb") as out:
-        kafka = subprocess.Popen([java, *rk.JVM_OPTS, "-cp", cp, "kafka.Kafka", str(props)], stdout=out,
-                                 stderr=subprocess.STDOUT, start_new_session=True)
+    rk.format_storage([props], "kcoordTestCluster00000")
+    kafka = jvm.spawn(jvm.command("kafka.Kafka", str(props), classpath=rk.classpath(), options=rk.JVM_OPTS,
+                                  error=rk.ReferenceKafkaUnavailable),
+                      log=tmp_path / "kafka.out", own_group=True)
     consumer = None
     try:
         bootstrap = f"127.0.0.1:{port}"
@@ -254,9 +251,4 @@ def test_the_same_file_runs_the_reference_kafka(tmp_path):
     finally:
         if consumer is not None:
             consumer.close()
-        os.killpg(kafka.pid, signal.SIGTERM)
-        try:
-            kafka.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(kafka.pid, signal.SIGKILL)
-            kafka.wait()
+        jvm.stop(kafka, 30)
