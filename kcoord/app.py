@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 
+from kcoord.admin import cluster_routes
 from kcoord.admin import routes as admin_routes
 from kcoord.admin.http import AdminHttp
 from kcoord.broker import Broker
@@ -100,6 +101,7 @@ class Kcoord:
             self.http.health_checks.append(lambda: self.storage.failure if self.storage is not None else None)
         if self.http is not None:
             admin_routes.install(self)
+            cluster_routes.install(self)
         self.faults = install_faults(self)
 
     def _dynamic_configs_changed(self, cfg) -> None:

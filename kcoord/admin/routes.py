@@ -33,8 +33,9 @@ def _member(group, m) -> dict:
 
 def group_json(core, group) -> dict:
     offsets = core.committed(group.group_id)
-    return {"group_id": group.group_id, "state": str(group.state), "generation": group.generation,
-            "protocol_type": group.protocol_type, "protocol": group.protocol_name, "leader": group.leader_id,
+    return {"group_id": group.group_id, "coordinator": core.coordinator_node(group.group_id),
+            "state": str(group.state), "generation": group.generation, "protocol_type": group.protocol_type,
+            "protocol": group.protocol_name, "leader": group.leader_id,
             "members": [_member(group, m) for m in group.members.values()],
             "offsets": [{"topic": t, "partition": p, "offset": v.offset, "metadata": v.metadata,
                          "commit_ms": v.commit_ms} for (t, p), v in sorted(offsets.items())]}
@@ -50,7 +51,8 @@ def install(app) -> None:
 
     async def groups(request):
         return HttpResponse.json([{"group_id": g.group_id, "state": str(g.state), "generation": g.generation,
-                                   "members": g.size, "protocol_type": g.protocol_type, "type": g.group_type}
+                                   "members": g.size, "protocol_type": g.protocol_type, "type": g.group_type,
+                                   "coordinator": core.coordinator_node(g.group_id)}
                                   for g in core.all_groups()])
 
     async def group(request):
@@ -60,7 +62,8 @@ def install(app) -> None:
             d = core.consumer_group_describe(consumer.group_id)
             offsets = core.committed(consumer.group_id)
             return HttpResponse.json({
-                "group_id": d.group_id, "type": "consumer", "state": d.state, "group_epoch": d.group_epoch,
+                "group_id": d.group_id, "coordinator": core.coordinator_node(d.group_id), "type": "consumer",
+                "state": d.state, "group_epoch": d.group_epoch,
                 "assignment_epoch": d.assignment_epoch, "assignor": d.assignor_name, "members": d.members,
                 "offsets": [{"topic": t, "partition": p, "offset": v.offset, "metadata": v.metadata,
                              "commit_ms": v.commit_ms} for (t, p), v in sorted(offsets.items())]})
