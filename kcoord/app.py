@@ -94,7 +94,7 @@ class Kcoord:
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)
                      if self.config.http_host is not None else None)
-        self.metrics = Metrics(runtime)
+        self.metrics = Metrics(runtime, self.cluster)
         for server in self.servers:
             server.metrics = self.metrics
         if self.http is not None:

@@ -452,7 +452,7 @@ class KafkaServer:
 
     def _observe(self, api, version: int, body, seconds: float) -> None:
         if self.metrics is not None:
-            self.metrics.observe_request(api.name, version, top_level_error(body), seconds)
+            self.metrics.observe_request(api.name, version, top_level_error(body), seconds, self.broker.node_id)
 
     def _unsupported(self, conn: Connection, payload: bytes, err: UnsupportedVersionError):
         # Kafka answers an ApiVersions request it cannot parse with a v0 response

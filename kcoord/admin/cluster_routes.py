@@ -15,6 +15,7 @@ stopped. A control that cannot be applied answers 404 when what it names does no
 """
 from __future__ import annotations
 
+from kcoord.admin.cluster_view import all_partitions, groups_coordinated, partitions_led
 from kcoord.admin.http import HttpError, HttpRequest, HttpResponse
 from kcoord.cluster.controls import ClusterControlError
 
@@ -23,31 +24,6 @@ def partition_json(topic: str, partition) -> dict:
     return {"topic": topic, "partition": partition.index, "leader": partition.leader,
             "leader_epoch": partition.leader_epoch, "replicas": list(partition.replicas),
             "isr": list(partition.isr), "preferred_leader": partition.replicas[0] if partition.replicas else -1}
-
-
-def _all_partitions(topics):
-    for topic in list(topics.topics.values()):
-        for partition in topic.partitions:
-            yield topic.name, partition
-
-
-def groups_coordinated(runtime) -> dict[int, int]:
-    """Node id -> how many groups (classic and consumer) its loaded coordinators hold."""
-    counts: dict[int, int] = {}
-    for shard in list(runtime.shards.values()):
-        if shard.coordinator is not None:
-            ctx = shard.coordinator.ctx
-            counts[shard.node] = counts.get(shard.node, 0) + len(ctx.groups) + len(ctx.consumer_groups)
-    return counts
-
-
-def partitions_led(topics) -> dict[int, dict[str, int]]:
-    """Node id -> topic -> how many of its partitions the node leads."""
-    led: dict[int, dict[str, int]] = {}
-    for topic, partition in _all_partitions(topics):
-        per_topic = led.setdefault(partition.leader, {})
-        per_topic[topic] = per_topic.get(topic, 0) + 1
-    return led
 
 
 def brokers_json(app) -> list[dict]:
@@ -138,7 +114,7 @@ def install(app) -> None:
             missing = [t for t in wanted if app.topics.get(t) is None]
             if missing:
                 raise HttpError(404, f"no topic {missing[0]}")
-        return HttpResponse.json([partition_json(t, p) for t, p in _all_partitions(app.topics)
+        return HttpResponse.json([partition_json(t, p) for t, p in all_partitions(app.topics)
                                   if not wanted or t in wanted])
 
     async def topic_partitions(request: HttpRequest) -> HttpResponse:

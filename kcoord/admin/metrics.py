@@ -1,9 +1,10 @@
 """Prometheus metrics for one kcoord, served at `/metrics` by the admin endpoint.
 
 Each server has its own CollectorRegistry, so several in-process servers (tests,
-the pytest fixture) never share or collide on counters. Group gauges are read
-from the coordinator when scraped; counters and histograms are fed from the
-coordinator's events and from the request path.
+the pytest fixture) never share or collide on counters. Group and broker gauges
+are read from the coordinator and the cluster when scraped; counters and
+histograms are fed from the coordinator's events and from the request path
+(labelled with the broker that answered).
 """
 from __future__ import annotations
 
@@ -15,42 +16,71 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.utils import floatToGoString
 
+from kcoord.admin.cluster_view import groups_coordinated, partitions_led
 from kcoord.coordinator.consumer_group import ConsumerGroupState
 from kcoord.coordinator.events import EventKind, GroupEvent, RebalanceCause
 from kcoord.coordinator.state import GroupState
 
 class _RequestCollector:
-    """kcoord_requests_total{api,version,error} and kcoord_request_latency_seconds{api}."""
+    """kcoord_requests_total{api,version,error,broker} and kcoord_request_latency_seconds{api,broker}:
+    `broker` is the node id of the broker whose listener answered."""
 
     BUCKETS = Histogram.DEFAULT_BUCKETS   # as the Histogram this replaces had them
 
     def __init__(self):
-        self.counts: dict[tuple[str, int, int], int] = {}
-        self.latency: dict[str, list] = {}   # api -> [count per bucket (non-cumulative), sum]
+        self.counts: dict[tuple[str, int, int, int], int] = {}
+        self.latency: dict[tuple[str, int], list] = {}   # (api, broker) -> [count per bucket (non-cumulative), sum]
         self._bounds = [b for b in self.BUCKETS if b != float("inf")]
 
-    def observe(self, api: str, version: int, error: int, seconds: float) -> None:
-        key = (api, version, error)
+    def observe(self, api: str, version: int, error: int, seconds: float, broker: int = 0) -> None:
+        key = (api, version, error, broker)
         self.counts[key] = self.counts.get(key, 0) + 1
-        entry = self.latency.get(api)
+        entry = self.latency.get((api, broker))
         if entry is None:
-            entry = self.latency[api] = [[0] * (len(self._bounds) + 1), 0.0]
+            entry = self.latency[(api, broker)] = [[0] * (len(self._bounds) + 1), 0.0]
         entry[0][bisect.bisect_left(self._bounds, seconds)] += 1
         entry[1] += seconds
 
     def collect(self):
-        total = CounterMetricFamily("kcoord_requests", "Requests answered, by api, version and error",
-                                    labels=["api", "version", "error"])
-        for (api, version, error), n in list(self.counts.items()):
-            total.add_metric([api, str(version), str(error)], n)
+        total = CounterMetricFamily("kcoord_requests", "Requests answered, by api, version, error and broker",
+                                    labels=["api", "version", "error", "broker"])
+        for (api, version, error, broker), n in list(self.counts.items()):
+            total.add_metric([api, str(version), str(error), str(broker)], n)
         yield total
-        latency = HistogramMetricFamily("kcoord_request_latency_seconds", "Time to answer a request, by api",
-                                        labels=["api"])
+        latency = HistogramMetricFamily("kcoord_request_latency_seconds",
+                                        "Time to answer a request, by api and broker", labels=["api", "broker"])
         bounds = [floatToGoString(b) for b in self._bounds] + ["+Inf"]
-        for api, (counts, total_seconds) in list(self.latency.items()):
+        for (api, broker), (counts, total_seconds) in list(self.latency.items()):
             cumulative = list(itertools.accumulate(counts))
-            latency.add_metric([api], list(zip(bounds, cumulative)), total_seconds)
+            latency.add_metric([api, str(broker)], list(zip(bounds, cumulative)), total_seconds)
         yield latency
+
+
+class _BrokerCollector:
+    """Per broker: kcoord_broker_running, kcoord_partitions_led, kcoord_groups_coordinated."""
+
+    def __init__(self, cluster, core):
+        self.cluster = cluster
+        self.core = core
+
+    def collect(self):
+        nodes = list(self.cluster.nodes.values())
+        running = GaugeMetricFamily("kcoord_broker_running", "1 while the broker's listener accepts connections",
+                                    labels=["broker"])
+        led = GaugeMetricFamily("kcoord_partitions_led", "Partitions (of every topic, internal ones too) the "
+                                "broker leads", labels=["broker"])
+        groups = GaugeMetricFamily("kcoord_groups_coordinated", "Groups the broker's coordinators hold",
+                                   labels=["broker"])
+        by_node = partitions_led(self.cluster.topics) if self.cluster.topics is not None else {}
+        coordinated = groups_coordinated(self.core)
+        for node in nodes:
+            label = [str(node.node_id)]
+            running.add_metric(label, 1 if node.running else 0)
+            led.add_metric(label, sum(by_node.get(node.node_id, {}).values()))
+            groups.add_metric(label, coordinated.get(node.node_id, 0))
+        yield running
+        yield led
+        yield groups
 
 
 # How often the event loop's lag is sampled.
@@ -90,7 +120,7 @@ _CONSUMER_EPOCH_KINDS = (EventKind.GROUP_EPOCH_BUMPED, EventKind.TARGET_ASSIGNME
 
 
 class Metrics:
-    def __init__(self, core=None):
+    def __init__(self, core=None, cluster=None):
         self.registry = CollectorRegistry()
         self.rebalances = Counter("kcoord_rebalances", "Rebalances started, by cause",
                                   ["reason"], registry=self.registry)
@@ -121,6 +151,8 @@ class Metrics:
         if core is not None:
             self.registry.register(_GroupCollector(core))
             core.bus.subscribe(self.on_event)
+            if cluster is not None:
+                self.registry.register(_BrokerCollector(cluster, core))
 
     def on_event(self, e: GroupEvent) -> None:
         if e.kind is EventKind.OFFSETS_COMMITTED:   # by far the commonest
@@ -139,8 +171,8 @@ class Metrics:
         elif e.kind in _CONSUMER_EPOCH_KINDS:
             self.consumer_epochs.labels(str(e.kind)).inc()
 
-    def observe_request(self, api: str, version: int, error: int, seconds: float) -> None:
-        self.requests.observe(api, version, error, seconds)
+    def observe_request(self, api: str, version: int, error: int, seconds: float, broker: int = 0) -> None:
+        self.requests.observe(api, version, error, seconds, broker)
 
     def watch_loop(self) -> None:
         """Start measuring the running loop's lag (until `stop_watching`)."""

@@ -90,16 +90,23 @@ def test_metrics_and_group_json(server, consumer):
     assert started.get("member_joined") == 1.0
     # Every rebalance started has ended (the group is Stable), so each has its duration.
     assert samples[("kcoord_rebalance_duration_seconds_count", ())] == sum(started.values())
-    assert 'kcoord_requests_total{api="JoinGroup",error="0"' in metrics
-    assert 'kcoord_request_latency_seconds_count{api="Fetch"}' in metrics
+    # Requests are labelled with the broker that answered: this one's node id, 0.
+    assert any(name == "kcoord_requests_total" and {"api": "JoinGroup", "error": "0", "broker": "0"}.items()
+               <= dict(labels).items() for name, labels in samples)
+    assert samples[("kcoord_request_latency_seconds_count", (("api", "Fetch"), ("broker", "0")))] >= 1
+    assert samples[("kcoord_partitions_led", (("broker", "0"),))] == 3 + 50   # orders, __consumer_offsets
+    assert samples[("kcoord_groups_coordinated", (("broker", "0"),))] == 1
+    assert samples[("kcoord_broker_running", (("broker", "0"),))] == 1
     # The event loop's lag is sampled while the server runs (no figure asserted: no timed assertions).
     assert samples[("kcoord_event_loop_lag_seconds_count", ())] >= 1
     assert ("kcoord_event_loop_lag_max_seconds", ()) in samples
     groups = json.loads(_http(server, "/groups"))
-    assert [(g["group_id"], g["state"], g["members"]) for g in groups] == [("billing", "Stable", 1)]
+    assert [(g["group_id"], g["state"], g["members"], g["coordinator"]) for g in groups] == \
+        [("billing", "Stable", 1, 0)]
     billing = json.loads(_http(server, "/groups/billing"))
     # One generation per rebalance the group went through.
     assert billing["generation"] == sum(started.values()) and billing["members"][0]["client_id"] == "billing-1"
+    assert billing["coordinator"] == 0
     assert sorted(a["partition"] for a in billing["members"][0]["assignment"]) == [0, 1, 2]
     assert {(o["partition"], o["offset"]) for o in billing["offsets"]} == {(0, 4), (1, 3), (2, 3)}
     with pytest.raises(urllib.error.HTTPError) as missing:

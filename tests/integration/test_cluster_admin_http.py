@@ -4,10 +4,12 @@ each control does to the listeners and leaders what it says."""
 import http.client
 import json
 import socket
+import time
 import uuid
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer
+from prometheus_client.parser import text_string_to_metric_families
 
 from kcoord.protocol_client import Connection
 from kcoord.testing import brokers as kb
@@ -146,3 +148,51 @@ def test_moving_a_leader_and_what_is_refused(server):
         == 400
     assert _http(server, "POST", "/elections/preferred", {"partitions": [{"topic": topic, "partition": 3}]}) == \
         (200, {"results": [{"topic": topic, "partition": 3, "error": "UNKNOWN_TOPIC_OR_PARTITION"}]})
+
+
+def _stable(server, group):
+    found = server.app.coordinator.runtime.group(group)
+    return found is not None and str(found.state) == "Stable"
+
+
+def _samples(server):
+    conn = http.client.HTTPConnection(server.app.http.host, server.app.http.port, timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_metrics_per_broker_follow_the_requests_and_the_leadership(server):
+    topic = _topic(server, 6)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = KafkaConsumer(topic, bootstrap_servers=server.bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        deadline = time.monotonic() + 60
+        while not (_stable(server, group) and consumer.assignment()):
+            assert time.monotonic() < deadline, "the consumer did not join"
+            consumer.poll(timeout_ms=200)
+        coordinator = server.app.coordinator.runtime.coordinator_node(group)
+        samples = _samples(server)
+    finally:
+        consumer.close()
+    joined = {dict(labels)["broker"] for name, labels in samples
+              if name == "kcoord_requests_total" and dict(labels)["api"] == "JoinGroup"}
+    assert joined == {str(coordinator)}, "only the coordinator answers JoinGroup"
+    listed = {dict(labels)["broker"] for name, labels in samples
+              if name == "kcoord_requests_total" and dict(labels)["api"] == "ListOffsets"}
+    leaders = {leader for leader, _, _ in _metadata(_address(server, 0), topic).values()}
+    assert {str(b) for b in leaders} <= listed, "each partition's offsets are asked of its leader"
+    brokers = _http(server, "GET", "/brokers")[1]
+    assert {b["id"]: samples[("kcoord_partitions_led", (("broker", str(b["id"])),))] for b in brokers} == \
+        {b["id"]: b["partitions_led"] for b in brokers}
+    assert sum(b["partitions_led"] for b in brokers) == 6 + 50   # the topic and __consumer_offsets
+    assert {i: samples[("kcoord_groups_coordinated", (("broker", str(i)),))] for i in range(3)} == \
+        {i: 1 if i == coordinator else 0 for i in range(3)}
+    assert _http(server, "GET", "/groups")[1][0]["coordinator"] == coordinator
+    _http(server, "POST", f"/brokers/{coordinator}/stop")
+    samples = _samples(server)
+    assert [samples[("kcoord_broker_running", (("broker", str(i)),))] for i in range(3)] == \
+        [0 if i == coordinator else 1 for i in range(3)]
+    assert samples[("kcoord_partitions_led", (("broker", str(coordinator)),))] == 0
