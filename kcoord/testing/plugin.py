@@ -14,6 +14,11 @@ whose keywords are ServerConfig fields:
 
     @pytest.mark.kcoord(data_dir=str(tmp_path), default_partitions=3)
 
+Several brokers: @pytest.mark.kcoord(brokers=3) (or start_server(brokers=3)); then
+kcoord_server.brokers[i] has .node_id, .bootstrap, .running, .stop(), .kill(), .start() and
+.leads(topic, partition), and kcoord_server has leader(), move_leader(), elect_preferred() and
+coordinator_of(group). Every one runs on the server's loop.
+
 The same test can run against the reference Apache Kafka (kcoord.testing.reference_kafka):
 
     reference_kafka   session-wide Kafka broker (one JVM per test session; use unique group
@@ -41,11 +46,64 @@ from kcoord.config import ServerConfig
 # asks for kcoord should not pay for importing it.
 
 
+class BrokerHandle:
+    """One broker of a running kcoord (`KcoordHandle.brokers[i]`). Its controls run on the
+    server's loop, as the admin endpoint's do (kcoord.cluster.controls): stop() is a controlled
+    shutdown, kill() a kill -9 the controller notices after broker.session.timeout.ms, start()
+    brings it back on the same address as a follower; each raises ClusterControlError with one
+    line when it cannot apply (stopping a broker that is not running, ...)."""
+
+    def __init__(self, thread, node_id: int):
+        self._thread = thread
+        self.node_id = node_id
+
+    def __repr__(self) -> str:
+        return f"<broker {self.node_id} at {self.bootstrap}: {'running' if self.running else 'down'}>"
+
+    @property
+    def _node(self):
+        return self._thread.app.cluster.node(self.node_id)
+
+    @property
+    def bootstrap(self) -> str:
+        """This broker's address alone, as a client's bootstrap.servers."""
+        return "%s:%d" % self._node.advertised
+
+    @property
+    def running(self) -> bool:
+        """Whether its listener accepts connections."""
+        return self._node.running
+
+    @property
+    def fenced(self) -> bool:
+        """Whether the controller counts it out (stopped, or killed and its session over)."""
+        return self._node.fenced
+
+    def _control(self, action: str) -> None:
+        controls = self._thread.app.controls
+        self._thread.call(lambda: getattr(controls, action)(self.node_id))
+
+    def stop(self) -> None:
+        self._control("stop")
+
+    def kill(self) -> None:
+        self._control("kill")
+
+    def start(self) -> None:
+        self._control("start")
+
+    def leads(self, topic: str, partition: int) -> bool:
+        topics = self._thread.app.topics
+        return self._thread.call(lambda: _on_loop(lambda: getattr(topics.partition(topic, partition), "leader",
+                                                                  None) == self.node_id))
+
+
 class KcoordHandle:
     kind = "kcoord"
 
     def __init__(self, thread):
         self._thread = thread
+        self._brokers: list[BrokerHandle] | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -84,6 +142,43 @@ class KcoordHandle:
         return self._thread.call(lambda: coordinator.wait_for(group, timeout=timeout, **conditions),
                                  timeout + 5)
 
+
+    # ---- several brokers (start_server(brokers=3), @pytest.mark.kcoord(brokers=3)) ----
+    @property
+    def brokers(self) -> list[BrokerHandle]:
+        """One handle per broker, in node id order (node 0 first)."""
+        if self._brokers is None:
+            self._brokers = [BrokerHandle(self._thread, node_id) for node_id in self._thread.app.cluster.nodes]
+        return self._brokers
+
+    def leader(self, topic: str, partition: int) -> int:
+        """The node id leading the partition (-1: none); KeyError if there is no such partition."""
+        topics = self._thread.app.topics
+
+        def read():
+            found = topics.partition(topic, partition)
+            if found is None:
+                raise KeyError(f"no partition {topic}-{partition}")
+            return found.leader
+        return self._thread.call(lambda: _on_loop(read))
+
+    def move_leader(self, topic: str, partition: int, broker: int) -> None:
+        """Make `broker` lead the partition (it must hold a replica and run); ClusterControlError if not."""
+        controls = self._thread.app.controls
+        self._thread.call(lambda: _on_loop(lambda: controls.move_leader(topic, partition, broker)))
+
+    def elect_preferred(self, partitions=None) -> dict[tuple[str, int], str | None]:
+        """Preferred-leader election of (topic, partition) pairs, or of every partition led elsewhere;
+        each partition's outcome: None (elected) or the error Kafka answers (ELECTION_NOT_NEEDED, ...)."""
+        controls = self._thread.app.controls
+        wanted = None if partitions is None else list(partitions)
+        return self._thread.call(lambda: _on_loop(lambda: controls.elect_preferred(wanted)))
+
+    def coordinator_of(self, group: str) -> int:
+        """The node id of the broker coordinating `group` now; -1 while none does (its partition has
+        no leader, its coordinator is gone with a killed broker, or nothing asked for it yet)."""
+        runtime = self._thread.app.coordinator.runtime
+        return self._thread.call(lambda: _on_loop(lambda: runtime.coordinator_node(group)))
 
     # ---- fault injection (kcoord.faults) ----
     def fault(self, rule=None, **spec):

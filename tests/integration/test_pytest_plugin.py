@@ -52,3 +52,60 @@ def test_data_dir_keeps_commits_and_topics_across_servers(tmp_path):
         assert second.app.broker.topics.get("kept").partitions[0].high_watermark == 1
     finally:
         second._thread.stop()
+
+
+def _poll_until(consumer, done, what, timeout=60.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, what
+        consumer.poll(timeout_ms=200)
+
+
+@pytest.mark.kcoord(brokers=3, default_replication_factor=3)
+def test_several_brokers_a_handle_each_and_the_coordinator_moving_when_one_stops(kcoord_server):
+    from kafka import TopicPartition
+    from kafka.structs import OffsetAndMetadata
+
+    from kcoord.cluster.controls import ClusterControlError
+
+    brokers = kcoord_server.brokers
+    assert [b.node_id for b in brokers] == [0, 1, 2] and all(b.running and not b.fenced for b in brokers)
+    assert kcoord_server.bootstrap == ",".join(b.bootstrap for b in brokers)
+    producer = KafkaProducer(bootstrap_servers=brokers[2].bootstrap)   # any one broker bootstraps a client
+    producer.send("orders", b"o-1").get(30)
+    producer.close()
+    leader = kcoord_server.leader("orders", 0)
+    assert [b.leads("orders", 0) for b in brokers] == [i == leader for i in range(3)]
+
+    consumer = KafkaConsumer("orders", bootstrap_servers=kcoord_server.bootstrap, group_id="billing",
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        _poll_until(consumer, lambda: kcoord_server.coordinator_of("billing") >= 0 and consumer.assignment(),
+                    "the consumer did not join")
+        first = kcoord_server.coordinator_of("billing")
+        brokers[first].stop()
+        assert not brokers[first].running and brokers[first].fenced
+        with pytest.raises(ClusterControlError, match=f"broker {first} is not running"):
+            brokers[first].stop()
+        # The group's partition has a new leader, whose coordinator loads the group; the consumer
+        # finds it and commits there.
+        assert kcoord_server.coordinator_of("billing") not in (first, -1)
+        consumer.commit({TopicPartition("orders", 0): OffsetAndMetadata(1, "", -1)})
+        assert kcoord_server.committed("billing") == {("orders", 0): 1}
+        brokers[first].start()
+        assert brokers[first].running and not brokers[first].leads("orders", 0), "back as a follower"
+    finally:
+        consumer.close()
+
+    kcoord_server.elect_preferred()   # every partition back on its preferred leader
+    assert kcoord_server.elect_preferred() == {}
+    preferred = kcoord_server.leader("orders", 0)
+    other = (preferred + 1) % 3
+    kcoord_server.move_leader("orders", 0, other)
+    assert kcoord_server.leader("orders", 0) == other and brokers[other].leads("orders", 0)
+    with pytest.raises(ClusterControlError, match="ELECTION_NOT_NEEDED"):
+        kcoord_server.move_leader("orders", 0, other)
+    assert kcoord_server.elect_preferred([("orders", 0)]) == {("orders", 0): None}
+    assert kcoord_server.leader("orders", 0) == preferred
