@@ -47,7 +47,7 @@ def test_error_rule_once_answers_with_kafka_error_body(kcoord_server):
     # The made-up answer counts in the request metrics like any other.
     exposition = kcoord_server.app.metrics.exposition().decode()
     for error in (E.NOT_COORDINATOR, E.MEMBER_ID_REQUIRED):
-        assert f'kcoord_requests_total{{api="JoinGroup",error="{int(error)}",version="5"}} 1.0' in exposition
+        assert f'kcoord_requests_total{{api="JoinGroup",broker="0",error="{int(error)}",version="5"}} 1.0' in exposition
 
 
 def test_every_nth_and_times_n(kcoord_server):
