@@ -430,7 +430,8 @@ class KafkaServer:
             group = faults.note(req)
             if faults.rules:
                 return faults.around(req, lambda: self._respond(api, ctx, req),
-                                     answered=lambda body: self._observe(api, req.api_version, body, 0.0), group=group)
+                                     answered=lambda body: self._observe(api, req.api_version, body, 0.0), group=group,
+                                     node=self.broker.node_id)
         return self._respond(api, ctx, req)
 
     async def _respond(self, api, ctx: RequestContext, req):

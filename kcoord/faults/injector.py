@@ -14,6 +14,11 @@ after it was added. Actions:
                 rule lives; FindCoordinator honours it too
   expire_member expire the requesting (or the rule's) member now, then handle
   rebalance     force a rebalance of the request's (or the rule's) group now, then handle
+  stop_broker   a controlled shutdown of a broker (kcoord.cluster.controls): the one that received
+                the request, `broker` ID, or `broker` "coordinator" (the one coordinating the
+                request's group). The broker that received it takes the request down with it,
+                unanswered; another broker's stop is waited for, then the request is handled
+  kill_broker   likewise, a kill -9: the listener and its connections are reset at once
 
 `unavailable` needs no request to match: it applies from the moment it is added.
 A rule that could fire on no request as written is refused when it is given, with one line
@@ -42,7 +47,10 @@ from wire.types import Message
 
 log = logging.getLogger("kcoord.faults")
 
-ACTIONS = ("error", "delay", "drop_before", "drop_after", "unavailable", "expire_member", "rebalance")
+BROKER_ACTIONS = ("stop_broker", "kill_broker")
+ACTIONS = ("error", "delay", "drop_before", "drop_after", "unavailable", "expire_member", "rebalance",
+           *BROKER_ACTIONS)
+COORDINATOR = "coordinator"   # a broker rule's `broker`: whichever coordinates the request's group
 UNAVAILABLE_ERRORS = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR,
                       ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 _ids = itertools.count(1)
@@ -70,6 +78,19 @@ def _api_key(value) -> int | None:
     raise FaultRuleError(f"unknown api {value!r} (a key number or one of {', '.join(d.name for d in served)})")
 
 
+def _broker(value) -> int | str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value).strip()
+    if text.isdigit():
+        return int(text)
+    if text.lower() == COORDINATOR:
+        return COORDINATOR
+    raise FaultRuleError(f"broker={value!r}: a broker's node id, or {COORDINATOR} (the request's group's)")
+
+
 def _error_code(value) -> ErrorCode:
     if isinstance(value, int) or str(value).lstrip("-").isdigit():
         return ErrorCode(int(value))
@@ -89,6 +110,8 @@ class FaultRule:
     version: int | None = None
     error: ErrorCode | None = None
     delay_ms: int = 0
+    # stop_broker/kill_broker: a node id, COORDINATOR, or None (the broker that received the request).
+    broker: int | str | None = None
     # How it fires: `times` matches (once = 1), every `every`th match, or for `seconds`.
     times: int | None = None
     every: int | None = None
@@ -102,7 +125,7 @@ class FaultRule:
     def from_dict(cls, spec: dict) -> "FaultRule":
         spec = dict(spec)
         unknown = set(spec) - {"action", "api", "group", "member", "client", "version", "error", "delay_ms",
-                               "once", "times", "every", "seconds"}
+                               "broker", "once", "times", "every", "seconds"}
         if unknown:
             raise FaultRuleError(f"unknown rule fields {sorted(unknown)}")
         action = spec.get("action") or ("error" if "error" in spec else "delay" if "delay_ms" in spec else None)
@@ -115,7 +138,7 @@ class FaultRule:
                    member=spec.get("member"), client=spec.get("client"),
                    version=None if spec.get("version") in (None, "") else int(spec["version"]),
                    error=None if spec.get("error") in (None, "") else _error_code(spec["error"]),
-                   delay_ms=int(spec.get("delay_ms") or 0),
+                   delay_ms=int(spec.get("delay_ms") or 0), broker=_broker(spec.get("broker")),
                    times=None if times in (None, "") else int(times),
                    every=None if spec.get("every") in (None, "") else int(spec["every"]),
                    seconds=None if spec.get("seconds") in (None, "") else float(spec["seconds"]))
@@ -127,6 +150,9 @@ class FaultRule:
                 raise FaultRuleError(f"unavailable takes one of {[e.name for e in UNAVAILABLE_ERRORS]}")
         if rule.action == "delay" and rule.delay_ms <= 0:
             raise FaultRuleError("action 'delay' needs delay_ms > 0")
+        if rule.broker is not None and rule.action not in BROKER_ACTIONS:
+            raise FaultRuleError(f"broker={rule.broker} names the broker {' or '.join(BROKER_ACTIONS)} acts on; "
+                                 f"{rule.action} acts on no broker")
         if rule.times is None and rule.every is None and rule.seconds is None and rule.action != "unavailable":
             rule.times = 1  # a rule with no duration fires once
         rule._refuse_if_it_cannot_fire()
@@ -177,6 +203,9 @@ class FaultRule:
                           "names no group with a member_id, so expire_member has no member to expire"))
         elif self.action == "rebalance":
             needs.append((lambda d, v: d.groups is not None, "names no group, so rebalance has none to rebalance"))
+        elif self.broker == COORDINATOR:
+            needs.append((lambda d, v: d.groups is not None,
+                          f"names no group, so {self.action} has no coordinator to act on (broker=coordinator)"))
         for need, why in needs:
             candidates = [(d, v) for d, v in candidates if need(d, v)]
             if not candidates:
@@ -225,7 +254,7 @@ class FaultRule:
             return can_fail(api_key, api_version)
         if action == "expire_member":
             return group is not None and member is not None
-        if action == "rebalance":
+        if action == "rebalance" or self.broker == COORDINATOR:
             return group is not None
         return True
 
@@ -283,8 +312,10 @@ def _has_member_id(api_key: int, api_version: int) -> bool:
 
 
 class FaultInjector:
-    def __init__(self, coordinator=None):
+    def __init__(self, coordinator=None, controls=None):
         self.coordinator = coordinator   # a CoordinatorService, for unavailable/expire/rebalance
+        self.controls = controls         # kcoord.cluster.controls.ClusterControls, for stop/kill_broker
+        self._controlling: set[asyncio.Task] = set()   # a broker control a rule started beside its request
         self.rules: list[FaultRule] = []
         self.fired_log: list[dict] = []  # what fired, in order (bounded)
         # (sequence number, api key, group) of the latest requests: what a client did after a fault.
@@ -299,11 +330,28 @@ class FaultInjector:
             rule = FaultRule.from_dict(rule)
         else:
             rule._refuse_if_it_cannot_fire()  # from_dict and parse refuse such a rule themselves
+        self.check(rule)
         self.rules.append(rule)
         if rule.action == "unavailable" and rule.api is None:
             self._switch(rule, on=True)
         log.info("fault rule %d added: %s", rule.id, rule.to_dict())
         return rule
+
+    def check(self, rule: FaultRule) -> None:
+        """FaultRuleError for a rule that could never fire on this server: a broker it does not have."""
+        if rule.action not in BROKER_ACTIONS:
+            return
+        if self.controls is None:
+            raise FaultRuleError(f"{rule.action}: this server has no broker controls")
+        nodes = self.controls.cluster.nodes
+        if isinstance(rule.broker, int) and rule.broker not in nodes:
+            raise FaultRuleError(f"broker={rule.broker}: no such broker (brokers: {', '.join(map(str, nodes))})")
+
+    def add_all(self, rules: list[FaultRule]) -> list[FaultRule]:
+        """Every rule, or (one refused) none of them."""
+        for rule in rules:
+            self.check(rule)
+        return [self.add(rule) for rule in rules]
 
     def remove(self, rule_id: int) -> bool:
         for rule in list(self.rules):
@@ -363,10 +411,40 @@ class FaultInjector:
         self.history.append((self._seq, key, None if group is None else sys.intern(group)))
         return group
 
+    def _target(self, rule: FaultRule, node: int, group: str | None) -> int | None:
+        """The broker a stop_broker/kill_broker rule acts on for a request that `node` received
+        and that names `group`; None if it names none that runs (the rule waits)."""
+        target = rule.broker
+        if target is None:
+            return node
+        if target == COORDINATOR:
+            code, target = self.coordinator.runtime.find(group)
+            if code != ErrorCode.NONE:
+                return None
+        found = self.controls.cluster.nodes.get(target)
+        return target if found is not None and found.running else None
+
+    def _can_act(self, rule: FaultRule, node: int, group: str | None) -> bool:
+        return rule.action not in BROKER_ACTIONS or self._target(rule, node, group) is not None
+
+    async def _control_broker(self, action: str, target: int, node: int, handle):
+        control = self.controls.kill if action == "kill_broker" else self.controls.stop
+        if target != node:
+            await control(target)
+            return await handle()
+        # The request goes down with the broker that received it: the control runs beside it (it
+        # cancels this request's task when it ends the connection) and the request is never handled.
+        task = asyncio.get_running_loop().create_task(control(target))
+        self._controlling.add(task)
+        task.add_done_callback(self._controlling.discard)
+        await asyncio.shield(task)
+        return False
+
     async def around(self, req, handle: Callable[[], Awaitable[bytes | None]],
-                     answered: Callable[[dict], None] | None = None, group: str | None = None):
-        """Handle request `req`, which `note` has seen (and named `group`), through `handle()`,
-        applying the first rule that fires. The server calls it only while rules exist.
+                     answered: Callable[[dict], None] | None = None, group: str | None = None, node: int = 0):
+        """Handle request `req`, which `note` has seen (and named `group`) and broker `node`
+        received, through `handle()`, applying the first rule that fires. The server calls it
+        only while rules exist.
 
         Returns response bytes, None (no response) or False (close the connection).
         `answered` sees a response body a rule made up (for the request metrics)."""
@@ -378,13 +456,16 @@ class FaultInjector:
         member = body.get("member_id") if isinstance(body, dict) else None
         rule = next((r for r in self.rules
                      if not (r.action == "unavailable" and r.api is None)
-                     and r.matches(req.api_key, req.api_version, req.client_id, group, member) and r.take()), None)
+                     and r.matches(req.api_key, req.api_version, req.client_id, group, member)
+                     and self._can_act(r, node, group) and r.take()), None)
         if rule is None:
             return await handle()
+        target = self._target(rule, node, group) if rule.action in BROKER_ACTIONS else None
         if len(self.fired_log) < 10000:
             self.fired_log.append({"seq": self._seq, "rule": rule.id, "action": rule.action, "api": req.api_key,
                                    "version": req.api_version, "group": group, "member": member,
-                                   "client": req.client_id})
+                                   "client": req.client_id, "node": node,
+                                   **({"broker": target} if target is not None else {})})
         if rule.expired(now):
             self._retire(rule)
         log.info("fault rule %d fires on api %d v%d (group %s, member %s)", rule.id, req.api_key,
@@ -404,6 +485,8 @@ class FaultInjector:
         if action == "drop_after":
             await handle()
             return False
+        if action in BROKER_ACTIONS:
+            return await self._control_broker(action, target, node, handle)
         # A rule's group and member are filters too: the request's are the rule's, when it has any.
         if action == "expire_member":
             await self.expire_member(group, member)

@@ -14,7 +14,7 @@ from kcoord.faults import FaultInjector, FaultRule, FaultRuleError
 
 
 def install_faults(app) -> FaultInjector:
-    injector = FaultInjector(app.coordinator)
+    injector = FaultInjector(app.coordinator, app.controls)
     for server in app.servers:
         server.faults = injector
     for rule in app.config.fault_rules:
@@ -37,7 +37,7 @@ def _routes(http, injector: FaultInjector) -> None:
             # Every rule is read before any is added: one refused rule adds none of them.
             rules = [FaultRule.parse(s) if isinstance(s, str) else FaultRule.from_dict(s)
                      for s in (spec if isinstance(spec, list) else [spec])]
-            added = [injector.add(r) for r in rules]
+            added = injector.add_all(rules)
         except (FaultRuleError, ValueError, TypeError) as err:
             raise HttpError(400, str(err)) from None
         return HttpResponse.json({"rules": [r.to_dict() for r in added]}, status=201)
