@@ -1,8 +1,9 @@
 """A small blocking Kafka-protocol client over `wire/`, for kcoord's own commands.
 
-`kcoord groups` and `kcoord wait` use it to look at any Kafka-compatible broker
-(kcoord, Apache Kafka, ...): versions are negotiated with ApiVersions, and
-group requests go to the group's coordinator found with FindCoordinator.
+`kcoord groups`, `kcoord wait` and `kcoord partition` use it to look at any Kafka-compatible
+cluster (kcoord, Apache Kafka, ...): versions are negotiated with ApiVersions, group requests
+go to the group's coordinator found with FindCoordinator, ListGroups to every broker Metadata
+lists and ListOffsets to each partition's leader.
 """
 from __future__ import annotations
 
@@ -84,18 +85,28 @@ class Connection:
 
 
 class Admin:
-    """Group and offset look-ups against a cluster reached through `bootstrap`."""
+    """Group, offset and leadership look-ups against a cluster reached through `bootstrap`
+    (one HOST:PORT, or several comma-separated: the first that answers is used)."""
 
     def __init__(self, bootstrap: str, timeout: float = 10.0):
         self.timeout = timeout
-        self.bootstrap = Connection.to(bootstrap, timeout)
-        self._coordinators: dict[str, Connection] = {}
+        self.bootstrap = self._first_reachable(bootstrap)
+        peer = self.bootstrap.sock.getpeername()
+        self._connections: dict[tuple[str, int], Connection] = {(peer[0], peer[1]): self.bootstrap}
+        self._coordinators: dict[str, tuple[int, Connection]] = {}
+
+    def _first_reachable(self, bootstrap: str) -> Connection:
+        failure: Exception | None = None
+        for address in filter(None, (a.strip() for a in bootstrap.split(","))):
+            try:
+                return Connection.to(address, self.timeout)
+            except (OSError, ProtocolError) as err:
+                failure = err
+        raise failure if failure is not None else OSError(f"no address in {bootstrap!r}")
 
     def close(self) -> None:
-        for conn in {id(c): c for c in self._coordinators.values()}.values():
-            if conn is not self.bootstrap:
-                conn.close()
-        self.bootstrap.close()
+        for conn in self._connections.values():
+            conn.close()
 
     def __enter__(self):
         return self
@@ -103,30 +114,73 @@ class Admin:
     def __exit__(self, *exc):
         self.close()
 
+    def connect(self, host: str, port: int) -> Connection:
+        """A connection to the broker at host:port, opened once and kept."""
+        conn = self._connections.get((host, port))
+        if conn is None:
+            conn = self._connections[(host, port)] = Connection(host, port, self.timeout)
+        return conn
+
+    def metadata(self, topics: list[str] | None = None):
+        """Metadata for `topics` (None: every topic, internal ones too), without creating any:
+        its `brokers`, `controller_id` and `topics` (each partition's leader, replicas, ISR)."""
+        b = self.bootstrap
+        v = b.version(3, 12, 1)  # v1+: null asks for every topic
+        return b.call(3, v, {"topics": None if topics is None else [{"name": t} for t in topics],
+                             "allow_auto_topic_creation": False, "include_cluster_authorized_operations": False,
+                             "include_topic_authorized_operations": False})
+
+    def brokers(self) -> dict[int, tuple[str, int]]:
+        """Node id -> (host, port) of every broker Metadata lists."""
+        return {n.node_id: (n.host, n.port) for n in self.metadata([]).brokers}
+
+    def coordinator_id(self, group_id: str) -> int:
+        """The node id FindCoordinator names for the group."""
+        self.coordinator(group_id)
+        return self._coordinators[group_id][0]
+
     def coordinator(self, group_id: str) -> Connection:
-        conn = self._coordinators.get(group_id)
-        if conn is not None:
-            return conn
+        found = self._coordinators.get(group_id)
+        if found is not None:
+            return found[1]
         b = self.bootstrap
         v = b.version(10, 3)
         answer = b.call(10, v, {"key": group_id, "key_type": 0})
         if answer.error_code:
             raise ProtocolError(f"FindCoordinator for {group_id}: {ErrorCode(answer.error_code).name}")
-        peer = b.sock.getpeername()
-        same = (answer.host, answer.port) == (peer[0], peer[1]) or answer.port == peer[1]
-        conn = b if same else Connection(answer.host, answer.port, self.timeout)
-        self._coordinators[group_id] = conn
+        conn = self.connect(answer.host, answer.port)
+        self._coordinators[group_id] = (answer.node_id, conn)
         return conn
 
-    def list_groups(self) -> list[tuple[str, str, str]]:
-        """(group id, protocol type, state) of every group."""
-        b = self.bootstrap
-        v = b.version(16, 4)
+    def groups_by_coordinator(self) -> tuple[list[tuple[str, str, str, int]], list[str]]:
+        """(group id, protocol type, state, coordinator's node id) of every group, from ListGroups
+        on every broker (each lists the groups it coordinates), and what kept a broker from
+        answering (one line each)."""
+        groups, problems = [], []
+        for node_id, (host, port) in sorted(self.brokers().items()):
+            try:
+                listed = self._list_groups(self.connect(host, port))
+            except (OSError, ProtocolError) as err:
+                problems.append(f"broker {node_id} ({host}:{port}): {getattr(err, 'strerror', None) or err}")
+                continue
+            groups += [(*g, node_id) for g in listed]
+        return sorted(groups), problems
+
+    def _list_groups(self, conn: Connection) -> list[tuple[str, str, str]]:
+        v = conn.version(16, 4)
         body = {"states_filter": []} if v >= 4 else {}
-        answer = b.call(16, v, body)
+        answer = conn.call(16, v, body)
         if answer.error_code:
             raise ProtocolError(f"ListGroups: {ErrorCode(answer.error_code).name}")
-        return sorted((g.group_id, g.protocol_type, g.get("group_state", "")) for g in answer.groups)
+        return [(g.group_id, g.protocol_type, g.get("group_state", "")) for g in answer.groups]
+
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group id, protocol type, state) of every group, from every broker; ProtocolError if a
+        broker does not answer."""
+        groups, problems = self.groups_by_coordinator()
+        if problems:
+            raise ProtocolError(f"ListGroups on {problems[0]}")
+        return [g[:3] for g in groups]
 
     def describe_group(self, group_id: str):
         """The group as DescribeGroups describes it; a consumer group (KIP-848), which
@@ -185,19 +239,46 @@ class Admin:
         return sorted(p.partition_index for p in t.partitions)
 
     def log_end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """Latest offsets, asked of the bootstrap broker (kcoord leads every partition)."""
+        """Latest offsets, each asked of the partition's leader (a partition without one, or
+        whose leader does not answer, is left out)."""
         if not partitions:
             return {}
-        b = self.bootstrap
-        v = b.version(2, 5, 1)
-        topics: dict[str, list[int]] = {}
+        meta = self.metadata(sorted({t for t, _ in partitions}))
+        nodes = {n.node_id: (n.host, n.port) for n in meta.brokers}
+        leaders = {(t.name, p.partition_index): p.leader_id for t in meta.topics for p in t.partitions}
+        by_leader: dict[int, dict[str, list[int]]] = {}
         for topic, partition in partitions:
-            topics.setdefault(topic, []).append(partition)
-        answer = b.call(2, v, {"replica_id": -1, "isolation_level": 0, "topics": [
-            {"name": t, "partitions": [{"partition_index": p, "timestamp": -1, "current_leader_epoch": -1}
-                                       for p in ps]} for t, ps in topics.items()]})
-        return {(t.name, p.partition_index): p.offset for t in answer.topics for p in t.partitions
-                if p.error_code == 0}
+            leader = leaders.get((topic, partition), -1)
+            if leader in nodes:
+                by_leader.setdefault(leader, {}).setdefault(topic, []).append(partition)
+        ends = {}
+        for leader, topics in by_leader.items():
+            try:
+                conn = self.connect(*nodes[leader])
+                v = conn.version(2, 5, 1)
+                answer = conn.call(2, v, {"replica_id": -1, "isolation_level": 0, "topics": [
+                    {"name": t, "partitions": [{"partition_index": p, "timestamp": -1, "current_leader_epoch": -1}
+                                               for p in ps]} for t, ps in topics.items()]})
+            except (OSError, ProtocolError):
+                continue
+            ends.update({(t.name, p.partition_index): p.offset for t in answer.topics for p in t.partitions
+                         if p.error_code == 0})
+        return ends
+
+    def elect_leaders(self, partitions: dict[str, list[int]] | None, unclean: bool = False
+                      ) -> list[tuple[str, int, int, str | None]]:
+        """ElectLeaders (preferred, or `unclean`) for topic -> partitions, or every partition
+        (None); (topic, partition, error code, message) per partition the answer names."""
+        b = self.bootstrap
+        v = b.version(43, 2, 1 if unclean else 0)
+        body = {"election_type": 1 if unclean else 0, "timeout_ms": int(self.timeout * 1000),
+                "topic_partitions": None if partitions is None else
+                [{"topic": t, "partitions": ps} for t, ps in partitions.items()]}
+        answer = b.call(43, v, body)
+        if answer.get("error_code", 0):
+            raise ProtocolError(f"ElectLeaders: {ErrorCode(answer.error_code).name}")
+        return [(t.topic, p.partition_id, p.error_code, p.error_message)
+                for t in answer.replica_election_results for p in t.partition_result]
 
 
 def consumer_assignment(assignment: bytes) -> list[tuple[str, int]]:

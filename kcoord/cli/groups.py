@@ -23,7 +23,7 @@ def add_parsers(sub) -> None:
     w.set_defaults(run=run_wait)
 
 
-def _table(rows: list[list[str]], header: list[str]) -> str:
+def table(rows: list[list[str]], header: list[str]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = lambda r: "  ".join(str(x).ljust(w) for x, w in zip(r, widths)).rstrip()
     return "\n".join([line(header)] + [line(r) for r in rows])
@@ -87,25 +87,28 @@ def run_groups(args) -> int:
     try:
         with Admin(args.bootstrap) as admin:
             if args.describe is None:
-                groups = admin.list_groups()
-                print(_table([list(g) for g in groups], ["GROUP", "PROTOCOL-TYPE", "STATE"]) if groups
-                      else "no groups")
-                return 0
+                groups, problems = admin.groups_by_coordinator()
+                print(table([list(g) for g in groups], ["GROUP", "PROTOCOL-TYPE", "STATE", "COORDINATOR"])
+                      if groups else "no groups")
+                for problem in problems:   # the groups it coordinates are missing above
+                    print(f"kcoord groups: cannot list the groups of {problem}", file=sys.stderr)
+                return 1 if problems else 0
             group = admin.describe_group(args.describe)
+            coordinator = f"coordinator {admin.coordinator_id(args.describe)}"
             if group.protocol_type == "connect":
                 notes, rows = connect_rows(group)
-                print(f"group {args.describe}: state {group.group_state}, protocol type connect, protocol "
-                      f"{group.protocol_data or '-'}, {len(group.members)} workers")
+                print(f"group {args.describe}: {coordinator}, state {group.group_state}, protocol type connect, "
+                      f"protocol {group.protocol_data or '-'}, {len(group.members)} workers")
                 for note in notes:
                     print(note)
                 if rows:
-                    print(_table(rows, CONNECT_HEADER))
+                    print(table(rows, CONNECT_HEADER))
                 return 0
             group, rows = describe_rows(admin, args.describe)
-            print(f"group {args.describe}: state {group.group_state}, protocol {group.protocol_data or '-'}, "
-                  f"{len(group.members)} members")
+            print(f"group {args.describe}: {coordinator}, state {group.group_state}, protocol "
+                  f"{group.protocol_data or '-'}, {len(group.members)} members")
             if rows:
-                print(_table(rows, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                print(table(rows, ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
                                     "MEMBER-ID", "INSTANCE-ID", "CLIENT-ID", "HOST"]))
             for m in group.members:
                 if not (getattr(m, "partitions", None) or consumer_assignment(m.member_assignment or b"")):

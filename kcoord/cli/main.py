@@ -1,4 +1,4 @@
-"""`kcoord` command line: `kcoord serve`, `groups`, `wait`, `report`, `check`."""
+"""`kcoord` command line: `kcoord serve`, `groups`, `wait`, `broker`, `partition`, `report`, `check`."""
 from __future__ import annotations
 
 import argparse
@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kcoord.cli import groups as cli_groups
 
     cli_groups.add_parsers(sub)
+    from kcoord.cli import cluster as cli_cluster
+
+    cli_cluster.add_parsers(sub)
     from kcoord.cli import record as record_cli
 
     record_cli.add_parsers(sub)

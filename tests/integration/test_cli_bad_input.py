@@ -27,6 +27,11 @@ CASES = [
     (["report", "--kafka", "127.0.0.1:x", "--topic", "j", "--out", "{out}"], ["--kafka", "127.0.0.1:x"]),
     (["check", "--bootstrap", "127.0.0.1:1", "--clients", "bogus"], ["--clients", "bogus"]),
     (["check", "--bootstrap", "127.0.0.1:1", "--scenarios", "no-such-scenario"], ["--scenarios", "no-such-scenario"]),
+    (["broker", "stop", "x"], ["ID", "x"]),
+    (["broker", "list", "--admin", "127.0.0.1:x"], ["--admin", "127.0.0.1:x"]),
+    (["partition", "move", "orders", "one", "2"], ["PARTITION", "one"]),
+    (["partition", "elect", "orders:x", "--bootstrap", "127.0.0.1:1"], ["orders:x"]),
+    (["partition", "balance", "--bootstrap", "127.0.0.1:x"], ["--bootstrap", "127.0.0.1:x"]),
 ]
 
 
