@@ -105,7 +105,7 @@ class Admin:
         raise failure if failure is not None else OSError(f"no address in {bootstrap!r}")
 
     def close(self) -> None:
-        for conn in self._connections.values():
+        for conn in {id(c): c for c in self._connections.values()}.values():
             conn.close()
 
     def __enter__(self):
@@ -115,10 +115,18 @@ class Admin:
         self.close()
 
     def connect(self, host: str, port: int) -> Connection:
-        """A connection to the broker at host:port, opened once and kept."""
+        """A connection to the broker at host:port, opened once and kept. An address this machine
+        cannot reach on the bootstrap connection's port is taken to be the bootstrap broker's
+        advertised one (a broker in a container advertising its own host name)."""
         conn = self._connections.get((host, port))
         if conn is None:
-            conn = self._connections[(host, port)] = Connection(host, port, self.timeout)
+            try:
+                conn = Connection(host, port, self.timeout)
+            except OSError:
+                if port != self.bootstrap.sock.getpeername()[1]:
+                    raise
+                conn = self.bootstrap
+            self._connections[(host, port)] = conn
         return conn
 
     def metadata(self, topics: list[str] | None = None):

@@ -200,3 +200,18 @@ def test_balance_predicts_where_the_reference_kafka_moves_leadership_on_a_contro
         time.sleep(0.2)
     assert report["stopped"][str(stopping)]["leaders"] == \
         {str(b): after.count(b) for b in range(3) if b != stopping}
+
+
+def test_groups_reaches_a_broker_that_advertises_a_name_this_machine_cannot_resolve():
+    # As from the host to compose.yaml's kcoord, advertised as kcoord:9092: the address on the
+    # bootstrap connection's port is taken to be the bootstrap broker.
+    handle = KcoordHandle(start_server(advertised_host="kcoord.invalid"))
+    try:
+        address = "127.0.0.1:%d" % handle.app.server.port
+        listed = _kcoord("groups", "--bootstrap", address)
+        assert listed.returncode == 0, listed.stderr
+        described = _kcoord("groups", "--bootstrap", address, "--describe", "solo")   # FindCoordinator: kcoord.invalid
+        assert described.returncode == 0 and described.stdout.startswith("group solo: coordinator 0,"), \
+            described.stderr
+    finally:
+        handle._thread.stop()
