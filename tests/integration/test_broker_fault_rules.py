@@ -160,3 +160,18 @@ def test_stop_broker_on_the_coordinator_itself_closes_the_request_unanswered(clu
     assert not stopped.running and stopped.fenced   # a controlled shutdown: fenced at once
     assert cluster.coordinator_of(group) not in (coordinator, -1)
     assert cluster.requests_after(cluster.faults_fired()[0]["seq"], 11, group) == 0
+
+
+def test_a_rule_naming_a_broker_waits_while_that_broker_is_down(cluster):
+    cluster.brokers[2].stop()
+    cluster.fault(action="kill_broker", api="Metadata", broker=2)
+    with Connection.to(cluster.brokers[0].bootstrap) as conn:
+        body = {"topics": [], "allow_auto_topic_creation": False}
+        assert sorted(b.node_id for b in conn.call(METADATA, 12, body).brokers) == [0, 1]
+        assert cluster.faults_fired() == []   # nothing to kill: the rule did not fire
+        cluster.brokers[2].start()
+        # Killed before this answer, but the controller counts it in until its session times out.
+        assert sorted(b.node_id for b in conn.call(METADATA, 12, body).brokers) == [0, 1, 2]
+    [fired] = cluster.faults_fired()
+    assert (fired["node"], fired["broker"]) == (0, 2)
+    assert not cluster.brokers[2].running and not cluster.brokers[2].fenced
