@@ -282,7 +282,7 @@ def _broker_choice(config) -> str:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "kcoord(**config): ServerConfig fields for the kcoord_server fixture "
-                                       "(e.g. data_dir=..., http_host='127.0.0.1')")
+                                       "(e.g. data_dir=..., http_host='127.0.0.1', brokers=3)")
 
 
 def _kcoord_handle(request):
