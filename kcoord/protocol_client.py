@@ -33,8 +33,17 @@ class Connection:
 
     @classmethod
     def to(cls, address: str, timeout: float = 10.0, client_id: str = "kcoord-cli") -> "Connection":
-        host, port = parse_host_port(address)
-        return cls(host, port, timeout, client_id)
+        """A connection to `address`, or to the first of a bootstrap list (HOST:PORT,...) that
+        accepts one, as a client's bootstrap.servers is tried."""
+        addresses = [a.strip() for a in address.split(",") if a.strip()]
+        for i, each in enumerate(addresses):
+            host, port = parse_host_port(each)
+            try:
+                return cls(host, port, timeout, client_id)
+            except OSError:
+                if i == len(addresses) - 1:
+                    raise
+        raise ValueError(f"no address in {address!r}")
 
     def version(self, api_key: int, highest_known: int, lowest_known: int = 0) -> int:
         """The highest version both this client (up to `highest_known`) and the broker speak."""

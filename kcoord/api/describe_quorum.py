@@ -51,6 +51,6 @@ async def describe_quorum(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.DESCRIBE_QUORUM, 0, 2, describe_quorum,
-    "this node as the one voter and leader of the controller quorum; a metadata log of one record "
+    "every broker a voter, the active controller the leader; a metadata log of one record "
     "(docs/operations.md#the-controller-quorum); needs Describe on the cluster with ACLs on",
     version_notes={1: "replicas' last fetch and caught-up times", 2: "the voters' endpoints; directory ids (none)"})

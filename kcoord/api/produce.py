@@ -20,6 +20,14 @@ log = logging.getLogger("kcoord.produce")
 _WITHOUT_MESSAGE = frozenset({"OUT_OF_ORDER_SEQUENCE_NUMBER", "INVALID_PRODUCER_EPOCH"})
 
 
+def _min_isr(broker, topic, partition) -> int:
+    """min.insync.replicas of the topic (else the cluster's dynamic default, else 1), at most
+    the partition's replicas, as Kafka's effective minimum."""
+    dynamic = broker.dynamic_configs.default if broker.dynamic_configs is not None else {}
+    value = topic.configs.get("min.insync.replicas") or dynamic.get("min.insync.replicas") or "1"
+    return min(int(value), len(partition.replicas))
+
+
 async def produce(ctx, req):
     store = ctx.broker.topics
     may_write = topic_gate(ctx)
@@ -47,6 +55,13 @@ async def produce(ctx, req):
                 if ctx.api_version >= 10:
                     r["current_leader"] = current_leader(partition)
                     leaders.append(partition.leader)
+            elif req.acks == -1 and len(partition.isr) < _min_isr(ctx.broker, topic, partition):
+                # Kafka's leader refuses an acks=all write its in-sync replicas cannot make safe.
+                r["error_code"] = ErrorCode.NOT_ENOUGH_REPLICAS
+                r["error_message"] = (f"The size of the current ISR : {len(partition.isr)} is insufficient to "
+                                      f"satisfy the min.isr requirement of {_min_isr(ctx.broker, topic, partition)}"
+                                      f" for partition {topic.name}-{pd.index}, live replica(s) broker.id are : "
+                                      f"[{', '.join(map(str, partition.isr))}]")
             elif topic.internal:
                 # Kafka's ReplicaManager: only the broker itself appends to internal topics
                 # (its InvalidTopicException reaches the producer without a message).

@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -271,6 +272,62 @@ class VerifiableConsumer(_Tool):
         with self.lock:
             return {(tp, off) for tp, ranges in self.consumed.items() for lo, hi in ranges
                     for off in range(lo, hi + 1)}
+
+
+# The clients a ClientConsumer can be: the Python ones through kcoord's driver, Kafka's Java
+# client 3.9.1 ("java") and 4.3.1 ("java4") through kcoord's Java driver.
+CLIENTS = ("kafka-python", "aiokafka", "confluent", "java", "java4")
+
+
+class ClientConsumer(VerifiableConsumer):
+    """A group member of any stock client, reporting as Kafka's VerifiableConsumer reports (it
+    commits synchronously after each batch): the same views and helpers serve every client.
+    `group_protocol="consumer"` (KIP-848) for confluent and java4. `member_ids` lists each
+    (member id, generation) the member reported after an assignment (the generation is None
+    where the client does not tell it, and the member epoch with the consumer protocol)."""
+
+    def __init__(self, client: str, bootstrap: str, topic: str, group: str, *, instance_id: str | None = None,
+                 session_timeout_ms: int = 10000, group_protocol: str = "classic", name: str | None = None):
+        if client not in CLIENTS:
+            raise ValueError(f"client {client!r}: one of {', '.join(CLIENTS)}")
+        if group_protocol == "consumer" and client not in ("confluent", "java4"):
+            raise ValueError(f"{client} has no consumer group protocol; confluent and java4 have")
+        _Tool.__init__(self, name or instance_id or client, [], None)
+        self.client, self.group_protocol = client, group_protocol
+        self.bootstrap, self.topic, self.group, self.instance_id = bootstrap, topic, group, instance_id
+        self.session_timeout_ms = session_timeout_ms
+        self._reset()
+
+    def command(self) -> list[str]:
+        args = ["--bootstrap", self.bootstrap, "--topic", self.topic, "--group", self.group,
+                "--session-ms", str(self.session_timeout_ms), "--group-protocol", self.group_protocol]
+        if self.instance_id is not None:
+            args += ["--instance-id", self.instance_id]
+        if self.client in ("java", "java4"):
+            from kcoord.conformance import javaclient
+
+            return javaclient.command_for(self.client, "verify", *args)
+        return [sys.executable, "-m", "kcoord.conformance.verifiable_member", "--client", self.client, *args]
+
+    def start(self):
+        from kcoord.conformance.members import _child_env
+
+        self.events = []
+        self._reset()
+        self._stderr = tempfile.TemporaryFile()
+        self.proc = jvm.spawn(self.command(), stdout=subprocess.PIPE, stderr=self._stderr, env=_child_env())
+        self._reader = threading.Thread(target=self._read, args=(self.proc,), name=f"read-{self.name}", daemon=True)
+        self._reader.start()
+        return self
+
+    def _reset(self) -> None:
+        super()._reset()
+        self.member_ids: list[tuple[str, int | None]] = []
+
+    def _on_event(self, event: dict) -> None:
+        super()._on_event(event)
+        if event.get("name") == "group_member":
+            self.member_ids.append((event.get("member_id"), event.get("generation")))
 
 
 def _group_union(consumers: list[VerifiableConsumer]) -> list[TopicPartition]:

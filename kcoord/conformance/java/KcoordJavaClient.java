@@ -14,6 +14,12 @@
 // (subscribe(SubscriptionPattern), sent as SubscribedTopicRegex; found by reflection, so this
 // source still compiles against kafka-clients 3.9.1); with --client-regex, or the classic
 // protocol, a java.util.regex.Pattern the client matches against its metadata.
+//   verify   --bootstrap B --topic T --group G [--instance-id I] [--session-ms S] [--group-protocol P]
+//            a member that reports as Kafka's VerifiableConsumer does (startup_complete,
+//            partitions_assigned/revoked, records_consumed, offsets_committed after a commitSync
+//            of each batch, shutdown_complete), plus group_member {member_id, generation} after
+//            each assignment; SIGTERM closes it (kcoord.conformance.verifiable_member is the
+//            Python clients' twin)
 //   assign   --bootstrap B --topic T --count N      (assign/seek/poll with a group id that never joins)
 //   admin    --bootstrap B --action list-groups|describe-group|delete-group|list-offsets|describe-topic [--group G] [--topic T]
 import java.time.Duration;
@@ -53,6 +59,7 @@ public class KcoordJavaClient {
             case "produce": produce(); break;
             case "consume": consume(); break;
             case "assign": assign(); break;
+            case "verify": verify(); break;
             case "admin": admin(); break;
             default: throw new IllegalArgumentException("unknown action " + action);
         }
@@ -177,6 +184,68 @@ public class KcoordJavaClient {
             emit("{\"event\":\"error\",\"error\":" + q(e.getClass().getSimpleName()) + ",\"message\":" + q(e.getMessage()) + "}");
             throw e;
         }
+    }
+
+    static String named(Collection<TopicPartition> parts) {
+        StringBuilder b = new StringBuilder("[");
+        for (TopicPartition tp : parts) {
+            if (b.length() > 1) b.append(",");
+            b.append("{\"topic\":").append(q(tp.topic())).append(",\"partition\":").append(tp.partition()).append("}");
+        }
+        return b.append("]").toString();
+    }
+
+    static void verify() throws Exception {
+        Thread main = Thread.currentThread();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping = true;
+            try { main.join(15000); } catch (InterruptedException ignored) { }
+        }));
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps())) {
+            subscribe(c, new ConsumerRebalanceListener() {
+                public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+                    emit("{\"name\":\"partitions_revoked\",\"partitions\":" + named(parts) + "}");
+                }
+                public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                    emit("{\"name\":\"partitions_assigned\",\"partitions\":" + named(parts) + "}");
+                    emit("{\"name\":\"group_member\",\"member_id\":" + q(c.groupMetadata().memberId())
+                         + ",\"generation\":" + c.groupMetadata().generationId() + "}");
+                }
+                public void onPartitionsLost(Collection<TopicPartition> parts) { onPartitionsRevoked(parts); }
+            });
+            emit("{\"name\":\"startup_complete\"}");
+            while (!stopping) {
+                ConsumerRecords<String, String> records = c.poll(Duration.ofMillis(200));
+                if (records.isEmpty()) continue;
+                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                StringBuilder parts = new StringBuilder("[");
+                for (TopicPartition tp : records.partitions()) {
+                    List<ConsumerRecord<String, String>> rs = records.records(tp);
+                    long first = rs.get(0).offset(), last = rs.get(rs.size() - 1).offset();
+                    if (parts.length() > 1) parts.append(",");
+                    parts.append("{\"topic\":").append(q(tp.topic())).append(",\"partition\":").append(tp.partition())
+                         .append(",\"count\":").append(rs.size()).append(",\"minOffset\":").append(first)
+                         .append(",\"maxOffset\":").append(last).append("}");
+                    offsets.put(tp, new OffsetAndMetadata(last + 1));
+                }
+                emit("{\"name\":\"records_consumed\",\"count\":" + records.count() + ",\"partitions\":" + parts + "]}");
+                StringBuilder committed = new StringBuilder("[");
+                for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
+                    if (committed.length() > 1) committed.append(",");
+                    committed.append("{\"topic\":").append(q(e.getKey().topic())).append(",\"partition\":")
+                             .append(e.getKey().partition()).append(",\"offset\":").append(e.getValue().offset()).append("}");
+                }
+                committed.append("]");
+                try {
+                    c.commitSync(offsets);
+                    emit("{\"name\":\"offsets_committed\",\"offsets\":" + committed + ",\"success\":true}");
+                } catch (org.apache.kafka.common.KafkaException e) {
+                    emit("{\"name\":\"offsets_committed\",\"offsets\":" + committed + ",\"success\":false,\"error\":"
+                         + q(e.getClass().getSimpleName() + ": " + e.getMessage()) + "}");
+                }
+            }
+        }
+        emit("{\"name\":\"shutdown_complete\"}");
     }
 
     static void assign() throws Exception {

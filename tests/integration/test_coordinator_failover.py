@@ -1,0 +1,176 @@
+"""Coordinator failover with every stock client, on a three-broker kcoord and on the three-node
+reference Kafka, with the same outcomes: Kafka's own system tests (tests/kafkatest/tests/client/
+consumer_test.py: broker rolling bounce, broker failure) over each client's consumer group.
+
+Every client runs at once in each scenario, each in its own groups over one topic (replication
+factor 3, a producer writing throughout): a static group of two members and a dynamic one of
+one member per client, with both group protocols where the client has them. Each member
+commits synchronously after every batch and reports as Kafka's VerifiableConsumer does
+(kcoord.testing.verifiable.ClientConsumer). What must hold on both brokers:
+
+- no rebalance: a coordinator move, on a stop or a kill -9 of its broker, is ridden through
+  (the new coordinator loads the group, members' heartbeats carry on with the same
+  generation or epoch), and each member keeps its member id;
+- commits resume on the new coordinator and never go backwards; every record produced is
+  consumed, none twice (no member restarts, so no record after the last commit is read
+  again), and at the end each group's committed offsets are the log end.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+
+import pytest
+
+from kcoord.testing.failover import KafkaCluster, KcoordCluster
+from kcoord.testing.verifiable import ClientConsumer, VerifiableProducer, wait_assigned, wait_consumed
+
+PARTITIONS = 6
+SESSION_MS = 20000
+# (client, group protocol): every stock client the suite drives, both protocols where it has them.
+CLIENTS = [("kafka-python", "classic"), ("aiokafka", "classic"), ("confluent", "classic"),
+           ("confluent", "consumer"), ("java", "classic"), ("java4", "classic"), ("java4", "consumer")]
+
+
+@pytest.fixture(params=["kcoord", "kafka"])
+def cluster(request):
+    if request.param == "kafka":
+        yield KafkaCluster(request.getfixturevalue("reference_kafka_cluster"))
+        return
+    with KcoordCluster() as kcoord:
+        yield kcoord
+
+
+def _label(client: str, protocol: str) -> str:
+    return client if protocol == "classic" else f"{client}-kip848"
+
+
+class Groups:
+    """Each client's static group (two members) and dynamic group (one member)."""
+
+    def __init__(self, cluster, topic: str, group_ids: list[str]):
+        self.members: dict[str, list[ClientConsumer]] = {}
+        ids = iter(group_ids)
+        for client, protocol in CLIENTS:
+            label = _label(client, protocol)
+            static, dynamic = next(ids), next(ids)
+            self.members[static] = [
+                ClientConsumer(client, cluster.bootstrap, topic, static, instance_id=f"{label}-{i}",
+                               session_timeout_ms=SESSION_MS, group_protocol=protocol, name=f"{label}-static-{i}")
+                for i in range(2)]
+            self.members[dynamic] = [ClientConsumer(client, cluster.bootstrap, topic, dynamic,
+                                                    session_timeout_ms=SESSION_MS, group_protocol=protocol,
+                                                    name=f"{label}-dynamic")]
+
+    def all(self) -> list[ClientConsumer]:
+        return [m for ms in self.members.values() for m in ms]
+
+    def start(self) -> None:
+        for m in self.all():
+            m.start()
+        for group, ms in self.members.items():
+            wait_assigned(ms, PARTITIONS, timeout=120)
+        # Members that were still joining have settled: what they hold now must stay.
+        time.sleep(2)
+        for group, ms in self.members.items():
+            wait_assigned(ms, PARTITIONS, timeout=60)
+        self.settled = {m.name: (m.rebalances, set(m.member_ids)) for m in self.all()}
+
+    def close(self) -> None:
+        for m in self.all():
+            m.close()
+
+
+def _scenario(cluster, prefix: str, group_ids=None):
+    topic = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    cluster.create_topic(topic, PARTITIONS)
+    ids = group_ids or [f"{prefix}-{uuid.uuid4().hex[:6]}-{i}" for i in range(2 * len(CLIENTS))]
+    producer = VerifiableProducer(cluster.bootstrap, topic, throughput=100, repeating_keys=60,
+                                  properties={"retries": "2147483647", "acks": "all"})
+    groups = Groups(cluster, topic, ids)
+    return topic, producer, groups
+
+
+def _check(groups: Groups, ends: dict) -> dict:
+    """What each group did, as one comparable outcome per group; asserts what must hold."""
+    outcomes = {}
+    for group, members in groups.members.items():
+        wait_consumed(members, ends, timeout=120)
+        deadline = time.monotonic() + 60
+        while True:   # each member's last commit reaches the log end of what it holds
+            committed = {}
+            for m in members:
+                committed.update({tp: off for tp, off in m.committed().items() if tp in m.current_assignment()})
+            if all(committed.get(tp) == end for tp, end in ends.items()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        label = members[0].name
+        rebalances = sum(m.rebalances - groups.settled[m.name][0] for m in members)
+        ids_kept = all(set(m.member_ids) == groups.settled[m.name][1] for m in members)
+        consumed = [(tp, off) for m in members for tp, ranges in m.consumed.items() for lo, hi in ranges
+                    for off in range(lo, hi + 1)]
+        duplicates = len(consumed) - len(set(consumed))
+        backwards = []
+        for m in members:
+            last: dict = {}
+            for commit in m.commits:
+                for tp, off in commit.items():
+                    if off < last.get(tp, -1):
+                        backwards.append((m.name, tp, last[tp], off))
+                    last[tp] = off
+        outcomes[label] = {"rebalances": rebalances, "member_ids_kept": ids_kept, "duplicates": duplicates,
+                           "commits_backwards": backwards, "committed_is_end": committed == ends}
+    return outcomes
+
+
+def _expected(groups: Groups) -> dict:
+    return {members[0].name: {"rebalances": 0, "member_ids_kept": True, "duplicates": 0, "commits_backwards": [],
+                              "committed_is_end": True} for members in groups.members.values()}
+
+
+def _wait_all_consumed(groups: Groups, producer: VerifiableProducer, timeout: float = 120) -> None:
+    """Every group reads everything acked so far: the groups are served again."""
+    ends = producer.end_offsets()
+    for members in groups.members.values():
+        wait_consumed(members, ends, timeout=timeout)
+
+
+def test_rolling_bounce_of_every_broker_rebalances_no_group(cluster):
+    topic, producer, groups = _scenario(cluster, "bounce")
+    try:
+        producer.start()
+        groups.start()
+        for node in range(cluster.size):
+            cluster.stop(node)
+            _wait_all_consumed(groups, producer)
+            cluster.start(node)
+            _wait_all_consumed(groups, producer)
+        producer.stop()
+        ends = producer.end_offsets()
+        assert _check(groups, ends) == _expected(groups)
+    finally:
+        producer.close()
+        groups.close()
+
+
+def test_kill_of_the_coordinators_broker_rebalances_no_group(cluster):
+    victim = 1
+    ids = cluster.groups_on(victim, 2 * len(CLIENTS), f"kill-{uuid.uuid4().hex[:6]}")
+    topic, producer, groups = _scenario(cluster, "kill", ids)
+    try:
+        producer.start()
+        groups.start()
+        assert all(cluster.coordinator_of(g) == victim for g in ids)
+        cluster.kill(victim)
+        for g in ids:
+            assert cluster.wait_coordinator_moved(g, victim) != victim
+        _wait_all_consumed(groups, producer)
+        cluster.start(victim)
+        producer.stop()
+        ends = producer.end_offsets()
+        assert _check(groups, ends) == _expected(groups)
+    finally:
+        producer.close()
+        groups.close()
