@@ -99,19 +99,10 @@ class Admin:
 
     def __init__(self, bootstrap: str, timeout: float = 10.0):
         self.timeout = timeout
-        self.bootstrap = self._first_reachable(bootstrap)
+        self.bootstrap = Connection.to(bootstrap, timeout)
         peer = self.bootstrap.sock.getpeername()
         self._connections: dict[tuple[str, int], Connection] = {(peer[0], peer[1]): self.bootstrap}
         self._coordinators: dict[str, tuple[int, Connection]] = {}
-
-    def _first_reachable(self, bootstrap: str) -> Connection:
-        failure: Exception | None = None
-        for address in filter(None, (a.strip() for a in bootstrap.split(","))):
-            try:
-                return Connection.to(address, self.timeout)
-            except (OSError, ProtocolError) as err:
-                failure = err
-        raise failure if failure is not None else OSError(f"no address in {bootstrap!r}")
 
     def close(self) -> None:
         for conn in {id(c): c for c in self._connections.values()}.values():
