@@ -173,6 +173,8 @@ def test_metrics_per_broker_follow_the_requests_and_the_leadership(server):
         while not (_stable(server, group) and consumer.assignment()):
             assert time.monotonic() < deadline, "the consumer did not join"
             consumer.poll(timeout_ms=200)
+        for tp in consumer.assignment():   # an earliest position: ListOffsets to the partition's leader
+            consumer.position(tp)
         coordinator = server.app.coordinator.runtime.coordinator_node(group)
         samples = _samples(server)
     finally:
