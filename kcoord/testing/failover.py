@@ -51,6 +51,19 @@ def _leaders(bootstrap: str, topic: str) -> dict[int, int]:
     return {}
 
 
+def _elect_preferred(bootstrap: str) -> None:
+    """ElectLeaders (preferred) for every partition, as `kafka-leader-election
+    --all-topic-partitions --election-type preferred` asks."""
+    from kcoord.protocol_client import Connection, ProtocolError
+
+    try:
+        with Connection.to(bootstrap, timeout=10) as conn:
+            conn.call(43, min(conn.version(43, 2), 2), {"election_type": 0, "topic_partitions": None,
+                                                         "timeout_ms": 10000})
+    except (OSError, ProtocolError):
+        pass   # the next look at the leaders says whether it is needed again
+
+
 class _Cluster:
     kind = ""
     bootstrap = ""
@@ -60,16 +73,18 @@ class _Cluster:
         return _find(self.bootstrap, group)
 
     def groups_on(self, node: int, count: int, prefix: str) -> list[str]:
-        """`count` group ids whose __consumer_offsets partition `node` leads."""
+        """`count` group ids whose __consumer_offsets partition `node` leads. Preferred leaders are
+        elected first: after an earlier test's bounces `node` may lead nothing until then."""
         _find(self.bootstrap, f"{prefix}-warmup")   # creates __consumer_offsets if need be
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while True:
+            _elect_preferred(self.bootstrap)
             leaders = _leaders(self.bootstrap, "__consumer_offsets")
-            if leaders and all(leader >= 0 for leader in leaders.values()):
+            if leaders and all(leader >= 0 for leader in leaders.values()) and node in leaders.values():
                 break
             if time.monotonic() > deadline:
-                raise TimeoutError(f"__consumer_offsets has no leader for every partition: {leaders}")
-            time.sleep(0.2)
+                raise TimeoutError(f"broker {node} leads no partition of __consumer_offsets: {leaders}")
+            time.sleep(0.5)
         out, i = [], 0
         while len(out) < count:
             group = f"{prefix}-{i}"

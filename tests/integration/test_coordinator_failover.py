@@ -25,6 +25,7 @@ import uuid
 import pytest
 
 from kcoord.testing.failover import KafkaCluster, KcoordCluster
+from kcoord.testing.brokers import wait_group
 from kcoord.testing.verifiable import ClientConsumer, VerifiableProducer, wait_assigned, wait_consumed
 
 PARTITIONS = 6
@@ -174,3 +175,49 @@ def test_kill_of_the_coordinators_broker_rebalances_no_group(cluster):
     finally:
         producer.close()
         groups.close()
+
+
+def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(cluster):
+    """A JoinGroup waits in a rebalance (the group's other member is frozen, so it does not
+    rejoin) when its coordinator's broker shuts down: the parked join is answered
+    NOT_COORDINATOR, the member finds the new coordinator and joins again, and once the frozen
+    member wakes the group forms with both, the first keeping its member id."""
+    classic = [(c, p) for c, p in CLIENTS if p == "classic"]
+    victim = 2
+    ids = cluster.groups_on(victim, len(classic), f"parked-{uuid.uuid4().hex[:6]}")
+    topic = f"parked-{uuid.uuid4().hex[:6]}"
+    cluster.create_topic(topic, PARTITIONS)
+    firsts, seconds = [], []
+    try:
+        for (client, protocol), group in zip(classic, ids):
+            firsts.append(ClientConsumer(client, cluster.bootstrap, topic, group, session_timeout_ms=SESSION_MS,
+                                         name=f"{client}-first").start())
+        for first in firsts:
+            wait_assigned([first], PARTITIONS, timeout=120)
+            first.wait(lambda c: c.member_ids, 30, "its member id")
+        kept = {first.name: {m for m, _ in first.member_ids} for first in firsts}
+        for first in firsts:
+            os.kill(first.proc.pid, signal.SIGSTOP)
+        for (client, protocol), group in zip(classic, ids):
+            seconds.append(ClientConsumer(client, cluster.bootstrap, topic, group, session_timeout_ms=SESSION_MS,
+                                          name=f"{client}-second").start())
+        for group in ids:
+            wait_group(cluster.bootstrap, group, timeout=60, state="PreparingRebalance")
+        cluster.stop(victim)
+        for group in ids:
+            cluster.wait_coordinator_moved(group, victim)
+        for first in firsts:
+            os.kill(first.proc.pid, signal.SIGCONT)
+        for first, second in zip(firsts, seconds):
+            owned = wait_assigned([first, second], PARTITIONS, timeout=90)
+            assert all(owned.values()), owned
+            # The same member, in a later generation: it rejoined the rebalance, it did not start over.
+            assert {m for m, _ in first.member_ids} == kept[first.name], (first.name, first.member_ids)
+    finally:
+        for m in firsts:
+            if m.proc is not None and m.proc.poll() is None:
+                os.kill(m.proc.pid, signal.SIGCONT)
+        for m in firsts + seconds:
+            m.close()
+        if not cluster.running(victim):
+            cluster.start(victim)
