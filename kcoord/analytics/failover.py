@@ -31,6 +31,7 @@ REASON_UNLOADED = "unloaded: its broker no longer leads the partition"
 REASON_NO_UNLOAD = "no unload logged: from when its broker was lost"
 REASON_NO_UNLOAD_ELECTION = "no unload logged: from the new leader's election (when its broker was lost is not shown)"
 REASON_RESTART = "loaded with no unload before it: a restart"
+REASON_LOAD_ONLY = "loaded with no unload or election before it in the input"
 
 # Within one millisecond an unload comes before the load it makes way for.
 _ORDER = {COORDINATOR_UNLOADED: 0, COORDINATOR_LOADING: 1, COORDINATOR_LOADED: 2}
@@ -74,8 +75,10 @@ def _windows(events, source: str) -> list[dict]:
                 cur["_lost_after_ms"] = seen_ms if lost is not None else None
             continue
         if cur is None:  # loaded with no unload or election before it
-            cur = _open(e, source, None, holder, REASON_RESTART)
-        cur.update(end_ms=e["time_ms"], to_broker=e["broker"], partition=e.get("partition", cur["partition"]))
+            cur = _open(e, source, None, holder, REASON_RESTART if source == "journal" else REASON_LOAD_ONLY)
+        cur.update(end_ms=e["time_ms"], to_broker=e["broker"])
+        if e.get("partition") is not None:
+            cur["partition"] = e["partition"]
         if cur["start_ms"] is not None:
             cur["duration_ms"] = cur["end_ms"] - cur["start_ms"]
         out.append(cur)

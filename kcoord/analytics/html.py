@@ -164,8 +164,8 @@ def write_report(summary: dict, path) -> None:
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}th{{background:#eee}}</style></head><body>
 <h1>Rebalance report</h1>
 <p>{summary['inputs']} input files, {summary['events']} events, {summary['groups']} groups,
-{summary['rebalance_count']} rebalances, {_failover_counts(failover)}. Skipped lines:
-{html.escape(str(sum(skips.values())))} {html.escape(str(skips)) if skips else ''}.</p>
+{summary['rebalance_count']} rebalances, {_failover_counts(failover)}.
+Skipped lines: {html.escape(str(sum(skips.values())))} {html.escape(str(skips)) if skips else ''}.</p>
 <h2>Timeline</h2><img src="{p['timeline']}" alt="timeline">
 <h2>Durations</h2><img src="{p['durations']}" alt="durations">
 <h2>Causes</h2><img src="{p['causes']}" alt="causes">

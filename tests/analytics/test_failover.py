@@ -170,6 +170,10 @@ def test_a_3x_group_line_whose_partition_never_finishes_in_the_input_keeps_no_pa
     cut = KAFKA_3X_NEW_LEADER.splitlines()[:3]  # the log ends while the partition loads
     (loaded,) = ev.parse_lines(cut, "kafka-log", "b")
     assert (loaded["group_id"], loaded["kind"], loaded["partition"]) == ("pay", "coordinator_loaded", None)
+    # nor does its window show a start: the input holds no unload, nor the election (its partition's)
+    assert [_view(w) for w in _windows_of([loaded])] == [
+        ("pay", None, "kafka-log", None, "broker-2", None, parse_time("2024-03-01T10:05:00.300"), None,
+         fo.REASON_LOAD_ONLY)]
 
 
 def test_restart_starts_merge_over_parts_of_the_input():

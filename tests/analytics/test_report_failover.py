@@ -12,10 +12,10 @@ import time
 import pytest
 
 from kcoord.analytics.html import plots
-from kcoord.analytics.job import run_report
 from kcoord.conformance.members import Member
 from kcoord.config import ServerConfig
 from kcoord.testing.server_thread import ServerThread
+from tests.analytics.conftest import report_of
 
 GROUP = "failover-report"
 TOPIC = "failover-report-topic"
@@ -40,8 +40,7 @@ def _records(path) -> list[dict]:
 @pytest.fixture(scope="module")
 def failover(tmp_path_factory):
     data = tmp_path_factory.mktemp("failover-data")
-    journal = data / "journal" / "events.jsonl"
-    seen: dict = {}
+    seen: dict = {"journal": data / "journal" / "events.jsonl"}
     server = _server(data)
     members: list[Member] = []
     try:
@@ -64,24 +63,22 @@ def failover(tmp_path_factory):
         for m in members:
             m.stop()
         server.stop()
-    seen["before_restart"] = _records(journal)
+    seen["before_restart"] = _records(seen["journal"])
     seen["restarted_ms"] = _now_ms()
     again = _server(data)  # loads every group at once, with no unload before: the old process said nothing
     again.stop()
-    return journal, seen
+    return seen
 
 
 @pytest.fixture(scope="module")
 def report(spark, failover, tmp_path_factory):
-    out = tmp_path_factory.mktemp("failover-report")
-    assert run_report([str(failover[0])], out, spark=spark) == 0
-    return out
+    return report_of(spark, [failover["journal"]], tmp_path_factory)
 
 
 def test_the_journal_records_which_broker_unloaded_and_loaded_the_group(failover):
-    journal, seen = failover
+    seen = failover
     assert seen["new"] not in (seen["old"], -1)
-    moves = [r for r in _records(journal) if r["group_id"] == GROUP and r["kind"].startswith("coordinator_")]
+    moves = [r for r in _records(seen["journal"]) if r["group_id"] == GROUP and r["kind"].startswith("coordinator_")]
     unloaded, loaded = moves[0], moves[1]
     assert (unloaded["kind"], unloaded["reason"], unloaded["details"]["node"], unloaded["details"]["partition"]) == \
         ("coordinator_unloaded", "its broker died", seen["old"], seen["partition"])
@@ -93,7 +90,7 @@ def test_the_journal_records_which_broker_unloaded_and_loaded_the_group(failover
 
 
 def test_the_kill_and_the_restart_are_the_groups_failover_windows(spark, failover, report):
-    _, seen = failover
+    seen = failover
     rows = spark.read.parquet(str(report / "failover_windows")).orderBy("end_ms").collect()
     assert [r.group_id for r in rows] == [GROUP, GROUP]
     kill, restart = rows
