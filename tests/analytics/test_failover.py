@@ -77,8 +77,8 @@ def test_a_load_with_no_unload_before_it_is_a_restart_from_the_journals_last_rec
 
 
 def test_journals_without_coordinator_records_still_parse_with_no_partition():
-    old = _journal({"kind": "rebalance_started", "time_ms": 5, "group_id": "g", "generation": 1, "state_before": "Stable",
-                    "state_after": "PreparingRebalance", "reason": "Adding new member m"})
+    old = _journal({"kind": "rebalance_started", "time_ms": 5, "group_id": "g", "generation": 1,
+                    "state_before": "Stable", "state_after": "PreparingRebalance", "reason": "Adding new member m"})
     (row,) = ev.parse_lines(old, "journal", "kcoord")
     assert (row["kind"], row["broker"], row["partition"]) == ("rebalance_started", "kcoord", None)
     assert fo.all_windows([row], []) == []
@@ -123,8 +123,9 @@ def test_without_the_followers_logs_a_killed_coordinators_window_starts_at_the_e
         rows += ev.parse_lines((KAFKA_431 / name).read_text().splitlines(), "kafka-log", "b")
     rows = [r for r in rows if not (r["kind"] == ev.BROKER_DISCONNECTED)]
     first = _windows_of(rows)[0]
-    assert _view(first) == ("failover-g", 14, "kafka-log", "broker-1", "broker-2", parse_time("2026-11-26T09:10:47.976"),
-                            parse_time("2026-11-26T09:10:48.015"), 39, fo.REASON_NO_UNLOAD_ELECTION)
+    assert _view(first) == ("failover-g", 14, "kafka-log", "broker-1", "broker-2",
+                            parse_time("2026-11-26T09:10:47.976"), parse_time("2026-11-26T09:10:48.015"), 39,
+                            fo.REASON_NO_UNLOAD_ELECTION)
 
 
 KAFKA_3X = """\
@@ -153,8 +154,10 @@ def test_kafka_3x_group_lines_take_the_partition_their_loader_finishes_next():
     rows += ev.parse_lines(KAFKA_3X_NEW_LEADER.splitlines(), "kafka-log", "b")
     moves = [(r["group_id"], r["broker"], r["kind"], r["partition"], r["generation"]) for r in rows
              if r["kind"].startswith("coordinator")]
-    assert moves == [("pay", "broker-1", "coordinator_unloaded", 7, 5), ("ledger", "broker-1", "coordinator_unloaded", 7, 2),
-                     ("pay", "broker-2", "coordinator_loading", 7, None), ("pay", "broker-2", "coordinator_loaded", 7, 5),
+    assert moves == [("pay", "broker-1", "coordinator_unloaded", 7, 5),
+                     ("ledger", "broker-1", "coordinator_unloaded", 7, 2),
+                     ("pay", "broker-2", "coordinator_loading", 7, None),
+                     ("pay", "broker-2", "coordinator_loaded", 7, 5),
                      ("ledger", "broker-2", "coordinator_loading", 7, None),
                      ("ledger", "broker-2", "coordinator_loaded", 7, 2)]
     at = parse_time
@@ -181,5 +184,6 @@ def test_restart_starts_merge_over_parts_of_the_input():
     parts = [fo.last_records_before(ends, [10, 150]), fo.last_records_before(ends, [50, 90])]
     assert fo.carry_forward(ends, fo.merge(parts, max)) == {100: 90, 200: 150, 300: 150}
     queries = [("broker-1", 10, 100), ("broker-2", None, 100)]
-    parts = [fo.first_losses(queries, [("broker-1", 40), ("broker-1", 5)]), fo.first_losses(queries, [("broker-1", 30)])]
+    parts = [fo.first_losses(queries, [("broker-1", 40), ("broker-1", 5)]),
+             fo.first_losses(queries, [("broker-1", 30)])]
     assert fo.merge(parts, min) == {0: 30}
