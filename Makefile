@@ -94,7 +94,7 @@ test: $(TSTAMP)
 UNIT_TESTS := tests/unit tests/fuzz/test_frame_fuzz.py tests/conformance/test_faults.py \
 	tests/integration/test_fixture.py tests/integration/test_pytest_plugin.py \
 	tests/integration/test_cli_and_metrics.py tests/integration/test_topic_id_versions.py \
-	tests/analytics/test_parsers.py tests/analytics/test_cli_args.py
+	tests/analytics/test_parsers.py tests/analytics/test_cli_args.py tests/analytics/test_failover.py
 UNIT_ARGS ?= -n auto
 
 unit: $(PSTAMP)

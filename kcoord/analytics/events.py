@@ -11,13 +11,33 @@ import re
 from datetime import datetime, timezone
 
 FIELDS = ["time_ms", "source", "broker", "group_id", "kind", "generation", "state_before", "state_after",
-          "member_id", "instance_id", "client_id", "client_host", "reason", "protocol", "members", "commits"]
+          "member_id", "instance_id", "client_id", "client_host", "reason", "protocol", "members", "commits",
+          "partition"]
+
+# Where a group's coordinator went away and came back (kcoord.analytics.failover). `partition` is the
+# group's __consumer_offsets partition; `broker` the broker that loaded or unloaded it.
+COORDINATOR_UNLOADED = "coordinator_unloaded"
+COORDINATOR_LOADED = "coordinator_loaded"
+# Kafka logs only: the broker became the partition's leader and began loading it, one row per group
+# it then loaded (its "Scheduling loading" line names the partition, not the groups).
+COORDINATOR_LOADING = "coordinator_loading"
+# Kafka logs only, no group: a follower's replica fetcher lost its connection to this broker, the
+# partition leader, which is how a killed broker shows in the logs of the others. Kept out of the
+# events table; a failover window with no unload logged starts at it.
+BROKER_DISCONNECTED = "_broker_disconnected"
 
 # Skip reasons (counted per input).
 SKIP_MALFORMED = "malformed"          # a journal line that is not a JSON object with kind/time/group
 SKIP_UNRECOGNISED = "unrecognised"    # a group-coordinator log line whose message we do not know
 SKIP_BAD_TIMESTAMP = "bad_timestamp"  # looks like log4j but the time does not parse
 SKIP_NOT_LOG4J = "not_log4j"          # neither a log4j line nor a continuation we can attribute
+
+
+def _int(value) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def event(time_ms, source, broker, group_id, kind, **kw) -> dict:
@@ -47,7 +67,13 @@ def parse_journal_line(line: str, broker: str = "kcoord"):
     if kind == "offsets_committed":  # should not happen (the journal aggregates), but count it if it does
         return event(time_ms, "journal", broker, group, "offset_commits", commits=1)
     gen = rec.get("generation")
+    details = rec.get("details") if isinstance(rec.get("details"), dict) else {}
+    if kind in (COORDINATOR_LOADED, COORDINATOR_UNLOADED):
+        # which of kcoord's brokers: the journal's other records are the whole kcoord's
+        if details.get("node") is not None:
+            broker = f"broker-{details['node']}"
     return event(time_ms, "journal", broker, group, kind,
+                 partition=_int(details.get("partition")),
                  generation=int(gen) if gen is not None else None,
                  state_before=rec.get("state_before"), state_after=rec.get("state_after"),
                  member_id=rec.get("member_id"), instance_id=rec.get("instance_id"),
@@ -60,7 +86,14 @@ def parse_journal_line(line: str, broker: str = "kcoord"):
 # [2024-05-01 10:00:00,123] INFO [GroupCoordinator 1]: message (kafka.coordinator.group.GroupCoordinator)
 # [2025-05-01 10:00:00,123] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=7] message (org...)
 LOG4J = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (\w+) (.*)$")
-COORD_PREFIX = re.compile(r"^\[GroupCoordinator (?:id=)?(\d+)[^\]]*\]:? (.*)$")
+# Kafka 4's shard lines name their __consumer_offsets partition in the prefix.
+COORD_PREFIX = re.compile(r"^\[GroupCoordinator (?:id=)?(\d+)(?: topic=\S+ partition=(\d+))?[^\]]*\]:? (.*)$")
+# Kafka 2.x/3.x load and unload __consumer_offsets partitions in GroupMetadataManager.
+LOADER_PREFIX = re.compile(r"^\[GroupMetadataManager brokerId=(\d+)\] (.*)$")
+# A follower's fetcher losing its partition leader: the first sign, in the others' logs, of a broker
+# that died without a word.
+FETCHER_LOST_LEADER = re.compile(r"^\[ReplicaFetcher replicaId=\d+, leaderId=(\d+), fetcherId=\d+\] "
+                                 r"Node (\d+) disconnected\.?$")
 LOGGER_SUFFIX = re.compile(r" \((?:kafka|org\.apache\.kafka)\.[\w.$]+\)\s*$")
 
 _OFFSETS_TP = r"(?: \(__consumer_offsets-\d+\))?"
@@ -110,6 +143,26 @@ PATTERNS = [
         r"rebalance\.?$")),
     ("dead", re.compile(r"^Group (?P<g>\S+) transitioned to Dead in generation (?P<gen>\d+)\.?$")),
 ]
+# Loading and unloading a __consumer_offsets partition, in Kafka 4's CoordinatorRuntime words and in
+# Kafka 2.x/3.x GroupMetadataManager's. A follower logs "Scheduling unloading" too (and then "Ignored
+# unloading ... never loaded"), so only a named group's unload line counts as one.
+PARTITION_LOAD_SCHEDULED = re.compile(
+    r"^Scheduling loading of (?:metadata|offsets and group metadata) from __consumer_offsets-(?P<p>\d+)\b")
+PARTITION_LOAD_FINISHED = re.compile(
+    r"^Finished loading (?:of metadata|offsets and group metadata) from __consumer_offsets-(?P<p>\d+)\b")
+PARTITION_UNLOAD_FINISHED = re.compile(r"^Finished unloading (?:metadata for )?__consumer_offsets-(?P<p>\d+)\b")
+GROUP_LOADED = [
+    # 4.x, with the partition in the line's prefix
+    re.compile(r"^Loaded (?:classic|consumer|share|streams) group (?P<g>\S+) with (?P<n>\d+) members\.?$"),
+    # 2.x/3.x GroupCoordinator, between its partition's "Scheduling loading" and "Finished loading"
+    re.compile(r"^Loading group metadata for (?P<g>\S+) with generation (?P<gen>-?\d+)\.?$"),
+]
+GROUP_UNLOADED = [
+    re.compile(r"^\[GroupId=(?P<g>[^\]]+)\] (?:Unloading group metadata for generation|"
+               r"Unloaded group metadata for group epoch) (?P<gen>-?\d+)\.?$"),
+    re.compile(r"^Unloading group metadata for (?P<g>\S+) with generation (?P<gen>-?\d+)\.?$"),
+]
+
 # Lines of the group coordinator we recognise as group-related but do not model: counted, not fatal.
 GROUP_HINT = re.compile(r"\bgroup\b", re.IGNORECASE)
 
@@ -126,9 +179,22 @@ class KafkaLogParser:
 
     def __init__(self):
         self.last_static_group: str | None = None
+        # (broker, partition) -> when that broker began loading it
+        self.loading_since: dict[tuple[str, int], int] = {}
+        # broker -> group lines of Kafka 2.x/3.x waiting for the partition the loader finishes next
+        # (its single scheduler thread loads or unloads one partition at a time)
+        self.unplaced: dict[str, list[dict]] = {}
+
+    def finish(self) -> list[dict]:
+        """Rows still held at the end of the input: group loads and unloads whose partition never
+        finished loading in it."""
+        rows = [row for held in self.unplaced.values() for row in held]
+        self.unplaced.clear()
+        return rows
 
     def parse(self, line: str):
-        """-> event dict; (skip reason, None) for a line we cannot use; None for lines that are not ours."""
+        """-> event dict, or a list of them; (skip reason, None) for a line we cannot use; None for
+        lines that are not ours."""
         line = line.rstrip("\r\n")
         if not line.strip():
             return None
@@ -139,15 +205,24 @@ class KafkaLogParser:
                 else (SKIP_NOT_LOG4J, None)
         ts, _level, rest = m.groups()
         c = COORD_PREFIX.match(rest)
-        if c is None:
-            return None  # another component's line (log cleaner, controller, ...)
-        broker_id, msg = c.groups()
+        if c is not None:
+            broker_id, partition, msg = c.groups()
+        else:
+            c = LOADER_PREFIX.match(rest)
+            if c is None:
+                return self._lost_leader(ts, LOGGER_SUFFIX.sub("", rest).strip())
+            (broker_id, msg), partition = c.groups(), None
         msg = LOGGER_SUFFIX.sub("", msg).strip()
         try:
             time_ms = _ts_ms(ts)
         except ValueError:
             return (SKIP_BAD_TIMESTAMP, None)
         broker = f"broker-{broker_id}"
+        moved = self._coordinator_move(time_ms, broker, None if partition is None else int(partition), msg)
+        if moved is not False:
+            return moved
+        if c.re is LOADER_PREFIX:
+            return None  # the 2.x/3.x loader's other lines (expired offsets, ...)
         for kind, rx in PATTERNS:
             p = rx.match(msg)
             if p is None:
@@ -188,6 +263,64 @@ class KafkaLogParser:
         return None  # offsets loading, metadata cache etc.: not a membership event
 
 
+    @staticmethod
+    def _lost_leader(ts: str, msg: str):
+        f = FETCHER_LOST_LEADER.match(msg)
+        if f is None or f.group(1) != f.group(2):
+            return None  # another component's line (log cleaner, controller, ...)
+        try:
+            time_ms = _ts_ms(ts)
+        except ValueError:
+            return (SKIP_BAD_TIMESTAMP, None)
+        return event(time_ms, "kafka-log", f"broker-{f.group(1)}", "", BROKER_DISCONNECTED)
+
+    def _coordinator_move(self, time_ms: int, broker: str, partition: int | None, msg: str):
+        """The rows of a load or unload line (None if it makes none yet); False: not such a line."""
+        p = PARTITION_LOAD_SCHEDULED.match(msg)
+        if p:
+            self.loading_since[(broker, int(p["p"]))] = time_ms
+            return None
+        p = PARTITION_LOAD_FINISHED.match(msg) or PARTITION_UNLOAD_FINISHED.match(msg)
+        if p:
+            loaded = p.re is PARTITION_LOAD_FINISHED
+            index = int(p["p"])
+            held = self.unplaced.pop(broker, [])
+            rows = [r for r in held if (r["kind"] == COORDINATOR_LOADED) == loaded]
+            if len(rows) < len(held):
+                self.unplaced[broker] = [r for r in held if (r["kind"] == COORDINATOR_LOADED) != loaded]
+            out = []
+            for row in rows:
+                out += self._placed(row, index)
+            if loaded:
+                self.loading_since.pop((broker, index), None)
+            return out or None
+        for kind, patterns in ((COORDINATOR_LOADED, GROUP_LOADED), (COORDINATOR_UNLOADED, GROUP_UNLOADED)):
+            for rx in patterns:
+                p = rx.match(msg)
+                if p is None:
+                    continue
+                d = p.groupdict()
+                row = event(time_ms, "kafka-log", broker, d["g"], kind,
+                            generation=int(d["gen"]) if d.get("gen") else None,
+                            members=int(d["n"]) if d.get("n") else None)
+                if partition is None:
+                    self.unplaced.setdefault(broker, []).append(row)
+                    return None
+                return self._placed(row, partition)
+        return False
+
+    def _placed(self, row: dict, partition: int) -> list[dict]:
+        """`row` on its partition, and for a load, when its broker began loading that partition."""
+        row["partition"] = partition
+        if row["kind"] != COORDINATOR_LOADED:
+            return [row]
+        since = self.loading_since.get((row["broker"], partition))
+        if since is None:
+            return [row]
+        return [event(since, "kafka-log", row["broker"], row["group_id"], COORDINATOR_LOADING,
+                      partition=partition), row]
+
+
 def _unwrap_option(text: str) -> str:
     # Kafka 2.x prints Scala Options: Some(instance-1)
     return text[5:-1] if text.startswith("Some(") and text.endswith(")") else text
@@ -204,7 +337,12 @@ def parse_lines(lines, kind: str, broker: str, skips: dict | None = None):
             if skips is not None:
                 skips[out[0]] = skips.get(out[0], 0) + 1
             continue
-        yield out
+        if isinstance(out, list):
+            yield from out
+        else:
+            yield out
+    if parser is not None:
+        yield from parser.finish()
 
 
 def sniff_kind(first_line: str) -> str:

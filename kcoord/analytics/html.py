@@ -20,6 +20,12 @@ def _when(ms) -> str:
     return "" if ms is None else datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+def _num(ms: int) -> float:
+    import matplotlib.dates
+
+    return matplotlib.dates.date2num(datetime.fromtimestamp(ms / 1000, timezone.utc))
+
+
 def plots(summary: dict) -> dict[str, str]:
     import matplotlib
 
@@ -29,19 +35,40 @@ def plots(summary: dict) -> dict[str, str]:
     # finished, with a start (rebalances read from __consumer_offsets have none)
     rebs = [r for r in summary["rebalances"] if r["duration_ms"] is not None]
     out = {}
-    # timeline: one row per group (the 20 groups with most stop-the-world time), a bar per rebalance
+    # timeline: one row per group (the 20 groups with most stop-the-world time, then those whose
+    # coordinator moved), a bar per rebalance, the failover windows shaded over them
+    windows = (summary.get("failover") or {}).get("windows") or []
     top = [g["group_id"] for g in summary["top_groups"]][:20]
+    top += sorted({w["group_id"] for w in windows} - set(top))[:max(0, 30 - len(top))]
     fig, ax = plt.subplots(figsize=(10, 0.4 * max(len(top), 2) + 1.2))
+    day_ms = 86_400_000
+    last_ms = max([r["end_ms"] for r in rebs] + [w[k] for w in windows for k in ("start_ms", "end_ms")
+                                                  if w[k] is not None], default=0)
     for i, g in enumerate(top):
-        spans = [(datetime.fromtimestamp(r["start_ms"] / 1000, timezone.utc),
-                  max(r["duration_ms"], 1) / 86_400_000) for r in rebs if r["group_id"] == g]
-        ax.broken_barh([(matplotlib.dates.date2num(s), d) for s, d in spans], (i - 0.35, 0.7))
+        spans = [(_num(r["start_ms"]), max(r["duration_ms"], 1) / day_ms) for r in rebs if r["group_id"] == g]
+        ax.broken_barh(spans, (i - 0.35, 0.7))
         # a tick per rebalance too: over days, a few seconds' bar is thinner than a pixel
         ax.plot([s for s, _ in spans], [i] * len(spans), "|", markersize=12, color="C1")
+        mine = [w for w in windows if w["group_id"] == g]
+        # still open at the end of the input: drawn up to the last thing the input shows
+        gaps = [(_num(w["start_ms"]), max((w["end_ms"] or last_ms) - w["start_ms"], 1) / day_ms)
+                for w in mine if w["start_ms"] is not None]
+        ax.broken_barh(gaps, (i - 0.45, 0.9), facecolors="tab:red", alpha=0.35, hatch="//", edgecolor="tab:red")
+        ax.plot([s for s, _ in gaps], [i] * len(gaps), "|", markersize=14, color="tab:red")
+        # a load whose window's start the input does not show
+        ends = [_num(w["end_ms"]) for w in mine if w["start_ms"] is None and w["end_ms"] is not None]
+        ax.plot(ends, [i] * len(ends), "x", markersize=9, color="tab:red")
     ax.set_yticks(range(len(top)), top)
     ax.invert_yaxis()
     ax.xaxis_date()
-    ax.set_title("Rebalances per group (bar = PreparingRebalance → Stable)")
+    if windows:
+        from matplotlib.patches import Patch
+
+        ax.legend(handles=[Patch(color="C0", label="rebalance"),
+                           Patch(facecolor="tab:red", alpha=0.35, hatch="//", edgecolor="tab:red",
+                                 label="failover window (× : loaded, start not in the input)")],
+                  loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    ax.set_title("Rebalances per group (bar = PreparingRebalance → Stable; red = failover window: no coordinator)")
     fig.autofmt_xdate()
     out["timeline"] = _png(fig)
 
@@ -102,19 +129,43 @@ def connect_section(summary: dict, max_groups: int = 10) -> str:
     return "\n".join(parts)
 
 
+def _failover_counts(failover: dict) -> str:
+    n, longest = failover["count"], failover["longest_ms"]
+    return f"{n} failover windows" + (f" (longest {longest} ms)" if longest is not None else "")
+
+
+def failover_section(failover: dict, shown: int = 50) -> str:
+    """The failover windows: when each group had no coordinator, longest first (open ones, whose
+    end the input does not show, before all)."""
+    windows = failover["windows"]
+    if not windows:
+        return ""
+    longest = sorted(windows, key=lambda w: (w["end_ms"] is not None, -(w["duration_ms"] or 0)))[:shown]
+    cols = ["group_id", "partition", "source", "from_broker", "to_broker", "start_ms", "end_ms", "duration_ms",
+            "reason"]
+    fmt = {c: (lambda v: "" if v is None else v) for c in cols}
+    fmt.update(start_ms=_when, end_ms=_when)
+    return (f"<h2>Failover windows</h2><p>{html.escape(_failover_counts(failover))}: from a group's coordinator "
+            "going away (its unload, or when its broker was lost) to the next broker loading it; its members got "
+            "NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or no connection meanwhile. An empty start: the input "
+            "does not show it; an empty end: still without a coordinator when the input ends.</p>"
+            + _table(longest, cols, fmt))
+
+
 def write_report(summary: dict, path) -> None:
     p = plots(summary)
     ms = {"start_ms": _when, "end_ms": _when, "hour_ms": _when}
     slow = sorted((r for r in summary["rebalances"] if r["duration_ms"] is not None),
                   key=lambda r: -r["duration_ms"])[:30]
     skips = summary.get("skips") or {}
+    failover = summary.get("failover") or {"count": 0, "longest_ms": None, "windows": []}
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>kcoord rebalance report</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1.5em}}
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}th{{background:#eee}}</style></head><body>
 <h1>Rebalance report</h1>
 <p>{summary['inputs']} input files, {summary['events']} events, {summary['groups']} groups,
-{summary['rebalance_count']} rebalances. Skipped lines: {html.escape(str(sum(skips.values())))}
-{html.escape(str(skips)) if skips else ''}.</p>
+{summary['rebalance_count']} rebalances, {_failover_counts(failover)}.
+Skipped lines: {html.escape(str(sum(skips.values())))} {html.escape(str(skips)) if skips else ''}.</p>
 <h2>Timeline</h2><img src="{p['timeline']}" alt="timeline">
 <h2>Durations</h2><img src="{p['durations']}" alt="durations">
 <h2>Causes</h2><img src="{p['causes']}" alt="causes">
@@ -127,6 +178,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}th{{background:#eee
 <h2>Worst hours (stop-the-world per group per hour)</h2>
 {_table(summary['hourly_top'], ['group_id', 'hour_ms', 'rebalances', 'stop_the_world_ms', 'offset_commits',
                                  'static_rejoins_without_rebalance'], ms)}
+{failover_section(failover)}
 <h2>Longest rebalances</h2>
 {_table(slow, ['group_id', 'start_ms', 'duration_ms', 'cause', 'trigger_member', 'generation_from', 'generation_to',
                'members_affected', 'outcome'], ms)}

@@ -126,7 +126,7 @@ class _Progress:
 def event_schema():
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-    ints = {"generation", "members"}
+    ints = {"generation", "members", "partition"}
     longs = {"time_ms", "commits"}
     return StructType([StructField(f, LongType() if f in longs else IntegerType() if f in ints else StringType())
                        for f in ev.FIELDS])
@@ -211,6 +211,16 @@ def compute(spark, files: list[tuple[str, str]], *, journal_lines=None, offsets_
     """Returns (events_df, rebalances_df, hourly_df, skips dict). `journal_lines`: an RDD of
     journal lines read from elsewhere than files (a journal topic); `offsets_rows`: an RDD of
     event tuples read from `__consumer_offsets` (offsets_topic_rows)."""
+    events, _losses, skips = parse_inputs(spark, files, journal_lines=journal_lines, offsets_rows=offsets_rows,
+                                          since_ms=since_ms, until_ms=until_ms)
+    rebalances, hourly = rebalance_tables(spark, events)
+    return events, rebalances, hourly, skips
+
+
+def parse_inputs(spark, files: list[tuple[str, str]], *, journal_lines=None, offsets_rows=None, since_ms=None,
+                 until_ms=None):
+    """(events_df, losses_df, skips dict): the events of every input, the times a broker was lost
+    as (broker, time_ms) (kcoord.analytics.failover), and the lines skipped, by reason."""
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -230,12 +240,19 @@ def compute(spark, files: list[tuple[str, str]], *, journal_lines=None, offsets_
     all_rows = spark.createDataFrame(parsed, event_schema()).cache()
     skips = {r["reason"]: r["n"] for r in all_rows.where(F.col("kind") == "_skip")
              .groupBy("reason").agg(F.sum("commits").alias("n")).collect()}
-    events = all_rows.where(F.col("kind") != "_skip")
+    events = all_rows.where(~F.col("kind").isin("_skip", ev.BROKER_DISCONNECTED))
+    losses = all_rows.where(F.col("kind") == ev.BROKER_DISCONNECTED).select("broker", "time_ms")
     if since_ms is not None:
         events = events.where(F.col("time_ms") >= since_ms)
     if until_ms is not None:
         events = events.where(F.col("time_ms") < until_ms)
     events = events.withColumn("time", F.timestamp_millis("time_ms")).cache()
+    return events, losses, skips
+
+
+def rebalance_tables(spark, events):
+    """(rebalances_df, hourly_df) from the events."""
+    from pyspark.sql import functions as F
 
     membership = events.where(F.col("kind") != "offset_commits").drop("time")
     rebalances_rdd = (membership.rdd.map(lambda r: (r["group_id"], r.asDict()))
@@ -268,7 +285,48 @@ def compute(spark, files: list[tuple[str, str]], *, journal_lines=None, offsets_
               .na.fill(0, ["stop_the_world_ms", "rebalances", "offset_commits", "static_rejoins_without_rebalance"])
               .withColumn("hour", F.timestamp_millis("hour_ms"))
               .orderBy("group_id", "hour_ms")).cache()
-    return events, rebalances, hourly, skips
+    return rebalances, hourly
+
+
+def window_schema():
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    from kcoord.analytics import failover as fo
+
+    longs = {"start_ms", "end_ms", "duration_ms"}
+    return StructType([StructField(f, LongType() if f in longs else IntegerType() if f == "partition" else StringType())
+                       for f in fo.WINDOW_FIELDS])
+
+
+def failover_windows(spark, events, losses):
+    """The failover windows (kcoord.analytics.failover) as a DataFrame: per group on the executors,
+    then, on the driver (there are few), the starts that need evidence from other groups' records."""
+    from pyspark.sql import functions as F
+
+    from kcoord.analytics import failover as fo
+
+    moved = events.where(F.col("kind").isin(*fo.KINDS)).select("group_id").distinct()
+    windows = (events.join(moved, "group_id", "left_semi").drop("time").rdd
+               .map(lambda r: (r["group_id"], r.asDict())).groupByKey()
+               .flatMap(lambda kv: fo.windows_for_group(kv[1])).collect())
+    windows.sort(key=lambda w: (w["group_id"], w["source"], w["end_ms"] if w["end_ms"] is not None else 1 << 62))
+    restarts, loads = fo.restart_loads(windows)
+    restart_starts = {}
+    if restarts:
+        parts = (events.select("group_id", "time_ms", "kind", "source").rdd
+                 .mapPartitions(lambda rows: [fo.last_records_before(restarts, fo.journal_times(rows, loads))])
+                 .collect())
+        restart_starts = fo.carry_forward(restarts, fo.merge(parts, max))
+    pending = fo.lost_pending(windows)
+    lost_at = {}
+    if pending:
+        queries = [q for _, q in pending]
+        parts = losses.rdd.mapPartitions(lambda rows: [fo.first_losses(queries, rows)]).collect()
+        lost_at = {pending[j][0]: t for j, t in fo.merge(parts, min).items()}
+    rows = [tuple(w[f] for f in fo.WINDOW_FIELDS) for w in fo.refine_starts(windows, restart_starts, lost_at)]
+    return (spark.createDataFrame(rows, window_schema())
+            .withColumn("start", F.timestamp_millis("start_ms"))
+            .withColumn("end", F.timestamp_millis("end_ms")))
 
 
 def connect_schemas():
@@ -343,6 +401,16 @@ def summarise(events, rebalances, hourly) -> dict:
         "hourly_top": [r.asDict() for r in hourly.orderBy(F.desc("stop_the_world_ms")).drop("hour")
                        .limit(20).collect()],
     }
+
+
+def failover_summary(windows) -> dict:
+    """The failover windows' count, the longest one's duration and (20,000 at most) the windows."""
+    from pyspark.sql import functions as F
+
+    stats = windows.agg(F.count("*").alias("n"), F.max("duration_ms").alias("longest")).collect()[0]
+    return {"count": stats["n"], "longest_ms": stats["longest"],
+            "windows": [r.asDict() for r in windows.drop("start", "end").orderBy("group_id", "end_ms")
+                        .limit(20_000).collect()]}
 
 
 def run_report(inputs, out_dir, *, master: str = "local[*]", since: str | None = None, until: str | None = None,
@@ -452,12 +520,16 @@ def _session(spark, master: str, kafka_connector: bool):
 def _write_outputs(spark, out: Path, files, lines, since, until, inputs: int, offsets_rows=None) -> dict:
     from kcoord.analytics.html import write_report
 
-    events, rebalances, hourly, skips = compute(spark, files, journal_lines=lines, offsets_rows=offsets_rows,
-                                                since_ms=parse_time(since), until_ms=parse_time(until))
+    events, losses, skips = parse_inputs(spark, files, journal_lines=lines, offsets_rows=offsets_rows,
+                                         since_ms=parse_time(since), until_ms=parse_time(until))
+    rebalances, hourly = rebalance_tables(spark, events)
     events.write.mode("overwrite").parquet(str(out / "events"))
     rebalances.write.mode("overwrite").parquet(str(out / "rebalances"))
     hourly.write.mode("overwrite").parquet(str(out / "group_hourly"))
+    windows = failover_windows(spark, events, losses)
+    windows.write.mode("overwrite").parquet(str(out / "failover_windows"))
     summary = summarise(events, rebalances, hourly)
+    summary["failover"] = failover_summary(windows)
     connect_rounds, connect_holdings = connect_tables(spark, files, lines)
     since_ms, until_ms = parse_time(since), parse_time(until)
     if since_ms is not None:
@@ -479,4 +551,6 @@ def _print_done(summary: dict, out: Path, stream, took: str) -> None:
     skips = summary["skips"]
     print(f"[report] {summary['events']} events, {summary['rebalance_count']} rebalances in {summary['groups']} "
           f"groups; skipped {sum(skips.values())} lines {dict(skips) if skips else ''}; {took}; "
-          f"wrote {out}/{{events,rebalances,group_hourly,connect_rounds,connect_holdings}} and {out / 'report.html'}", file=stream, flush=True)
+          f"{summary['failover']['count']} failover windows; "
+          f"wrote {out}/{{events,rebalances,group_hourly,failover_windows,connect_rounds,connect_holdings}} and "
+          f"{out / 'report.html'}", file=stream, flush=True)

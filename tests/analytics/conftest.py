@@ -22,3 +22,12 @@ def spark():
         pytest.fail(f"{err} (`make install-test` fetches it)")
     yield session
     session.stop()
+
+
+def report_of(spark, inputs, tmp_path_factory):
+    """`kcoord report` of `inputs` on the session's Spark, into a fresh directory (returned)."""
+    from kcoord.analytics.job import run_report
+
+    out = tmp_path_factory.mktemp("report")
+    assert run_report([str(i) for i in inputs], out, spark=spark) == 0
+    return out

@@ -4,12 +4,12 @@ import json
 
 import pytest
 
-from kcoord.analytics.job import run_report
 from kcoord.app import Kcoord
 from kcoord.config import ServerConfig
 from kcoord.coordinator.events import EventKind, GroupEvent
 from kcoord.journal import Journal, journal_path
 from tests.analytics import journal_scenario
+from tests.analytics.conftest import report_of
 
 
 @pytest.fixture(scope="module")
@@ -21,9 +21,7 @@ def scenario(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def report(spark, scenario, tmp_path_factory):
-    out = tmp_path_factory.mktemp("report")
-    assert run_report([str(scenario[0])], out, spark=spark) == 0
-    return out
+    return report_of(spark, [scenario[0]], tmp_path_factory)
 
 
 def test_journal_records_carry_who_and_why(scenario):
