@@ -100,7 +100,8 @@ def _group(item, broker_choice: str) -> str | None:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "broker_pair" in callspec.params:  # test_differential's module-scoped pair
         return f"differential-delay{callspec.params['broker_pair']}"
-    if "reference_kafka_cluster" in item.fixturenames:  # one three-node cluster for all of them
+    if "reference_kafka_cluster" in item.fixturenames or (  # one three-node cluster for all of them
+            callspec is not None and callspec.params.get("cluster") == "kafka"):
         return "reference-kafka-cluster"
     if _uses_session_kafka(item, broker_choice):
         return "consumer-kafka" if module in CONSUMER_PROTOCOL_MODULES else "reference-kafka"

@@ -221,3 +221,32 @@ def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(cluster):
             m.close()
         if not cluster.running(victim):
             cluster.start(victim)
+
+
+def test_connect_workers_ride_through_a_kill_of_their_coordinators_broker(cluster, tmp_path):
+    """Kafka Connect distributed workers (sessioned, two workers, four tasks): the broker
+    coordinating their group is killed; once the group is loaded elsewhere the workers carry on
+    in the same generation, every task still running exactly once."""
+    from kcoord.testing.connect import ConnectCluster, verifiable_source_config
+
+    victim = 0
+    [group] = cluster.groups_on(victim, 1, f"connect-{uuid.uuid4().hex[:6]}")
+    topic = f"{group}-out"
+    cluster.create_topic(topic, 4)
+    replicated = {f"{kind}.storage.replication.factor": "3" for kind in ("config", "offset", "status")}
+    with ConnectCluster(cluster.bootstrap, protocol="sessioned", group_id=group, session_timeout_ms=SESSION_MS,
+                        extra=replicated, workdir=tmp_path / "connect") as connect:
+        connect.add_workers(2)
+        connect.create_connector("src", verifiable_source_config(topic, tasks=4))
+        connect.wait_running({"src": 4}, workers=2, timeout=120, stable_for=3.0)
+        generations = connect.generations()
+        try:
+            assert cluster.coordinator_of(group) == victim
+            cluster.kill(victim)
+            cluster.wait_coordinator_moved(group, victim)
+            after = connect.wait_running({"src": 4}, workers=2, timeout=120, stable_for=5.0)
+        finally:
+            if not cluster.running(victim):
+                cluster.start(victim)
+        assert sorted(after.tasks) == [f"src-{i}" for i in range(4)]
+        assert connect.generations() == generations, "the workers rebalanced"
