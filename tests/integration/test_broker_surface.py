@@ -154,3 +154,21 @@ def test_cli_serve_prints_listening_and_stops_on_sigterm():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_metadata_naming_consumer_offsets_creates_it_with_its_own_settings(server):
+    """The first request to name __consumer_offsets may be a Metadata request (a tool, a curious
+    user) rather than FindCoordinator: Kafka creates the internal topic with its own settings
+    whichever request does, and so does kcoord; groups then hash over those partitions."""
+    raw = Raw(server.bootstrap)
+    answer = raw.call(3, 9, {"topics": [{"name": "__consumer_offsets"}], "allow_auto_topic_creation": True,
+                             "include_cluster_authorized_operations": False,
+                             "include_topic_authorized_operations": False})
+    [topic] = answer.topics
+    assert (topic.error_code, topic.is_internal, len(topic.partitions)) == (0, True, 50)
+    configs = raw.call(32, 4, {"resources": [{"resource_type": 2, "resource_name": "__consumer_offsets",
+                                              "configuration_keys": ["cleanup.policy"]}],
+                               "include_synonyms": False, "include_documentation": False})
+    assert [(c.name, c.value) for c in configs.results[0].configs] == [("cleanup.policy", "compact")]
+    from kcoord.coordinator.config import offsets_partition_for
+    assert server.app.coordinator.runtime.partition_for("some-group") == offsets_partition_for("some-group", 50)

@@ -311,3 +311,31 @@ def test_reads_compressed_batches(spark, broker_any, client):
     got = read(spark, broker_any.bootstrap, subscribe=topic, startingOffsetsByTimestamp={topic: start})
     want = {r for r in expected(rows) if r[1] >= 3}
     assert set(got) == want and len(got) == len(want)
+
+
+def test_streaming_resumes_after_the_leaders_broker_is_killed(spark, tmp_path):
+    """kcoord with three brokers (docs/cluster.md): a stream's checkpointed query reads a
+    replicated topic, the broker leading it is killed (kill -9: its partitions move once its
+    session times out), more records arrive through the new leaders, and the query run again
+    from its checkpoint reads exactly those. Spark's executors fetch through Kafka's Java
+    client, which the failover scenarios (test_coordinator_failover.py) also run against the
+    three-node reference Kafka; Spark itself runs here on kcoord's cluster only, its session
+    being this module's."""
+    from kcoord.testing.failover import KcoordCluster, _leaders
+
+    with KcoordCluster(broker_session_timeout_ms=3000) as cluster:
+        topic = _name("sk-failover")
+        cluster.create_topic(topic, 3)
+        first = make_rows(3, 5)
+        produce(cluster.bootstrap, topic, first)
+        out, checkpoint = str(tmp_path / "out"), str(tmp_path / "checkpoint")
+        query = _run_available_now(_stream(spark, cluster.bootstrap, topic), out, checkpoint)
+        assert sum(p["numInputRows"] for p in query.recentProgress) == len(first)
+        victim = _leaders(cluster.bootstrap, topic)[0]
+        cluster.kill(victim)
+        more = make_rows(3, 4, start=5)
+        produce(cluster.bootstrap, topic, more)   # retried until the partitions' new leaders take them
+        assert victim not in _leaders(cluster.bootstrap, topic).values()
+        query = _run_available_now(_stream(spark, cluster.bootstrap, topic), out, checkpoint)
+        assert sum(p["numInputRows"] for p in query.recentProgress) == len(more)
+        assert sorted(rows_of_parquet(spark, out)) == sorted(expected(first + more))
