@@ -96,6 +96,11 @@ class RecordBatch:
         return (self.attributes >> 3) & 1
 
     @property
+    def is_control(self) -> bool:
+        """A control batch (transaction markers)."""
+        return bool(self.attributes & 0x20)
+
+    @property
     def last_offset(self) -> int:
         return self.base_offset + self.last_offset_delta
 

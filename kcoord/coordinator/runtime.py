@@ -88,6 +88,8 @@ class CoordinatorRuntime:
         # broker that does not coordinate a group (or is still loading it) answers with.
         self._refusing = {error: self._coordinator(None, {None: error})
                           for error in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)}
+        # One that holds no group: how the whole runtime describes a group nobody holds (Dead).
+        self._nobody = self._coordinator(None, {})
 
     # ------------------------------------------------------------ placement
     def partition_count(self) -> int:
@@ -265,12 +267,11 @@ class CoordinatorRuntime:
         return {} if holder is None else holder.offsets.all(group_id)
 
     def describe_group(self, group_id: str) -> GroupDescription:
-        holder = self._holding(group_id) or self._refusing[ErrorCode.NOT_COORDINATOR]
-        return holder.describe_group(group_id)
+        """The group as whichever broker coordinates it describes it (Dead where none holds it)."""
+        return (self._holding(group_id) or self._nobody).describe_group(group_id)
 
     def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
-        holder = self._holding(group_id) or self._refusing[ErrorCode.NOT_COORDINATOR]
-        return holder.consumer_group_describe(group_id)
+        return (self._holding(group_id) or self._nobody).consumer_group_describe(group_id)
 
     def coordinator_node(self, group_id: str) -> int:
         """The broker coordinating `group_id` now (NO_NODE: none, or still loading)."""

@@ -184,13 +184,15 @@ def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(cluster):
     member wakes the group forms with both, the first keeping its member id."""
     classic = [(c, p) for c, p in CLIENTS if p == "classic"]
     victim = 2
+    # The frozen members' sessions must outlast the second members' start (JVMs, under load).
+    session_ms = 60000
     ids = cluster.groups_on(victim, len(classic), f"parked-{uuid.uuid4().hex[:6]}")
     topic = f"parked-{uuid.uuid4().hex[:6]}"
     cluster.create_topic(topic, PARTITIONS)
     firsts, seconds = [], []
     try:
         for (client, protocol), group in zip(classic, ids):
-            firsts.append(ClientConsumer(client, cluster.bootstrap, topic, group, session_timeout_ms=SESSION_MS,
+            firsts.append(ClientConsumer(client, cluster.bootstrap, topic, group, session_timeout_ms=session_ms,
                                          name=f"{client}-first").start())
         for first in firsts:
             wait_assigned([first], PARTITIONS, timeout=120)
@@ -199,10 +201,12 @@ def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(cluster):
         for first in firsts:
             os.kill(first.proc.pid, signal.SIGSTOP)
         for (client, protocol), group in zip(classic, ids):
-            seconds.append(ClientConsumer(client, cluster.bootstrap, topic, group, session_timeout_ms=SESSION_MS,
+            seconds.append(ClientConsumer(client, cluster.bootstrap, topic, group, session_timeout_ms=session_ms,
                                           name=f"{client}-second").start())
+        for second in seconds:
+            second.wait(lambda c: "startup_complete" in c.names(), 60, "start-up")
         for group in ids:
-            wait_group(cluster.bootstrap, group, timeout=60, state="PreparingRebalance")
+            wait_group(cluster.bootstrap, group, timeout=30, state="PreparingRebalance")
         cluster.stop(victim)
         for group in ids:
             cluster.wait_coordinator_moved(group, victim)
