@@ -229,8 +229,9 @@ def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(cluster):
 
 def test_connect_workers_ride_through_a_kill_of_their_coordinators_broker(cluster, tmp_path):
     """Kafka Connect distributed workers (sessioned, two workers, four tasks): the broker
-    coordinating their group is killed; once the group is loaded elsewhere the workers carry on
-    in the same generation, every task still running exactly once."""
+    coordinating their group is killed. Unlike a consumer, a worker that loses its coordinator
+    asks to rejoin once it finds the new one (its log: "Rebalance started"), on Kafka as on
+    kcoord: one more generation at most, the same workers, every task running exactly once."""
     from kcoord.testing.connect import ConnectCluster, verifiable_source_config
 
     victim = 0
@@ -253,4 +254,5 @@ def test_connect_workers_ride_through_a_kill_of_their_coordinators_broker(cluste
             if not cluster.running(victim):
                 cluster.start(victim)
         assert sorted(after.tasks) == [f"src-{i}" for i in range(4)]
-        assert connect.generations() == generations, "the workers rebalanced"
+        added = connect.generations()[len(generations):]
+        assert connect.generations()[:len(generations)] == generations and len(added) <= 1, connect.generations()
