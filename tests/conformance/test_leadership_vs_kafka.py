@@ -51,8 +51,10 @@ def _ask(cluster, node: int, topic: str, epoch: int) -> dict:
             {"name": topic, "partition_data": [{"index": 0, "records": _batch(2)}]}]})
         p = produced.responses[0].partition_responses[0]
         leader = p.get("current_leader")
-        out["produce"] = (ErrorCode(p.error_code).name,
-                          None if leader is None or leader.leader_id < 0 else leader.leader_id)
+        # Which broker leads differs between the clusters (placement): whether the answer names
+        # the partition's leader and its epoch is what compares.
+        current = None if leader is None or leader.leader_id < 0 else (leader.leader_id, leader.leader_epoch)
+        out["produce"] = (ErrorCode(p.error_code).name, None if current is None else current == _state(cluster, topic)[:2])
         for version in (10, 12):
             fetched = conn.call(FETCH, version, {
                 "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
