@@ -218,9 +218,14 @@ class Cluster:
         return None
 
     def elect_missing(self, reason: str) -> None:
-        """Give each partition whose leader does not serve (after a restart) the first replica
-        that does, as the controller does when brokers register."""
+        """After a restart, as the controller does when the brokers register again: every serving
+        replica is back in its partitions' ISR (they share one log), and each partition whose
+        leader does not serve gets the first replica that does."""
         for topic, partition in self._partitions():
+            isr = [b for b in partition.replicas if b in partition.isr or self.is_serving(b)]
+            if isr != partition.isr:
+                partition.isr = isr
+                self._isr_changed(topic, partition)
             if self.is_serving(partition.leader):
                 continue
             chosen = next((b for b in partition.replicas if self.is_serving(b) and b in partition.isr),

@@ -559,3 +559,82 @@ def test_a_mixed_group_survives_restarts_before_and_after_the_downgrade(tmp_path
         assert list(group.members) == [classic.member_id] and group.protocol_type == "consumer"
     finally:
         server.stop()
+
+
+def test_a_three_broker_kcoord_killed_comes_back_with_its_leaders_epochs_and_groups(tmp_path):
+    """`kcoord serve --brokers 3` killed with SIGKILL and started again on its data dir: every
+    partition's replicas, leader and leader epoch (one moved, and one broker stopped, before the
+    kill) are as they were, each group's coordinator is the same broker, and every acknowledged
+    commit is there, read from that coordinator."""
+    from kcoord.protocol_client import Connection
+    from kcoord.testing.failover import _find
+
+    port, http_port = free_port(), free_port()
+    while any(_in_use(port + i) for i in range(3)):
+        port = free_port()
+    bootstrap = ",".join(f"127.0.0.1:{port + i}" for i in range(3))
+    extra = ("--brokers", "3")
+    log = open(tmp_path / "server.log", "a")
+    server = _serve(tmp_path / "data", port, http_port, extra=extra, log=log)
+    groups = [f"g{i}" for i in range(12)]
+    try:
+        raw = Raw(bootstrap)
+        created = raw.call(19, 4, {"topics": [{"name": "t", "num_partitions": 6, "replication_factor": 3,
+                                               "assignments": [], "configs": []}],
+                                   "timeout_ms": 5000, "validate_only": False})
+        assert created.topics[0].error_code == 0
+        acked = {}
+        for i, group in enumerate(groups):
+            coordinator = _find(bootstrap, group)
+            with Connection.to(f"127.0.0.1:{port + coordinator}") as conn:
+                answer = _commit(conn, group, {("t", p): 10 * i + p for p in range(6)})
+                assert all(p.error_code == 0 for t in answer.topics for p in t.partitions)
+            acked[group] = {("t", p): 10 * i + p for p in range(6)}
+        moved = _metadata(raw, "t")[0]
+        target = moved["replicas"][1]
+        _post(http_port, "/partitions/t/0/leader", {"broker": target})
+        _post(http_port, "/brokers/2/stop", {})
+        before = _metadata(raw, "t")
+        coordinators = {g: _find(bootstrap, g) for g in groups}
+        assert before[0]["leader"] == target and before[0]["epoch"] > moved["epoch"]
+    finally:
+        server.kill()
+        server.wait(10)
+    server = _serve(tmp_path / "data", port, http_port, extra=extra, log=log)
+    try:
+        raw = Raw(bootstrap)
+        after = _metadata(raw, "t")
+        # Every broker runs again; the stopped one is back in sync and leads again only what
+        # it led at the kill (nothing), until a preferred election.
+        assert {p: (s["replicas"], s["leader"], s["epoch"]) for p, s in after.items()} == \
+            {p: (s["replicas"], s["leader"], s["epoch"]) for p, s in before.items()}
+        assert all(sorted(s["isr"]) == sorted(s["replicas"]) for s in after.values())
+        for group in groups:
+            assert _find(bootstrap, group) == coordinators[group]
+            with Connection.to(f"127.0.0.1:{port + coordinators[group]}") as conn:
+                assert _fetch(conn, group) == acked[group]
+    finally:
+        server.kill()
+        server.wait(10)
+        log.close()
+
+
+def _in_use(port: int) -> bool:
+    from kcoord.testing.reference_kafka import _port_in_use
+
+    return _port_in_use("127.0.0.1", port)
+
+
+def _metadata(raw, topic: str) -> dict[int, dict]:
+    answer = raw.call(3, 9, {"topics": [{"name": topic}], "allow_auto_topic_creation": False,
+                             "include_cluster_authorized_operations": False,
+                             "include_topic_authorized_operations": False})
+    return {p.partition_index: {"leader": p.leader_id, "epoch": p.leader_epoch, "replicas": list(p.replica_nodes),
+                                "isr": list(p.isr_nodes)} for p in answer.topics[0].partitions}
+
+
+def _post(http_port: int, path: str, body: dict) -> dict:
+    request = urllib.request.Request(f"http://127.0.0.1:{http_port}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read() or b"{}")
