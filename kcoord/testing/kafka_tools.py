@@ -40,6 +40,7 @@ TOOLS = {
     "features": "org.apache.kafka.tools.FeatureCommand",
     "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
+    "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
 }
 # Each run is a fresh short-lived JVM: the C1-only JIT, the serial GC and the CDS
 # archive cut its start (~1 s of CPU) far more than a bigger heap would speed it up.
