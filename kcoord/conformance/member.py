@@ -175,16 +175,22 @@ def run_confluent(a):
 RUNNERS = {"kafka-python": run_kafka_python, "aiokafka": run_aiokafka, "confluent": run_confluent}
 
 
-def main():
+def member_arguments(clients, session_ms: int) -> argparse.ArgumentParser:
+    """The arguments every member driver takes (this one, verifiable_member)."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--client", required=True, choices=sorted(RUNNERS))
+    ap.add_argument("--client", required=True, choices=sorted(clients))
     ap.add_argument("--bootstrap", required=True)
     ap.add_argument("--topic", required=True)
     ap.add_argument("--group", required=True)
     ap.add_argument("--instance-id")
-    ap.add_argument("--session-ms", type=int, default=6000)
-    ap.add_argument("--assignor", default="range")
+    ap.add_argument("--session-ms", type=int, default=session_ms)
     ap.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
+    return ap
+
+
+def main():
+    ap = member_arguments(RUNNERS, 6000)
+    ap.add_argument("--assignor", default="range")
     ap.add_argument("--remote-assignor")
     ap.add_argument("--commit", action="store_true")
     a = ap.parse_args()

@@ -15,14 +15,13 @@ each assignment (the generation where the client tells it). SIGTERM closes the c
 """
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import signal
 import sys
 import threading
 
-from kcoord.conformance.member import subscribe_kafka_python
+from kcoord.conformance.member import member_arguments, subscribe_kafka_python
 
 stop = threading.Event()
 
@@ -35,12 +34,19 @@ def _tps(parts) -> list[dict]:
     return [{"topic": t, "partition": p} for t, p in sorted(parts)]
 
 
-def _consumed(batch: dict) -> None:
-    """`batch`: (topic, partition) -> offsets consumed, in order."""
+def _consumed(batch: dict) -> dict:
+    """Report `batch` ((topic, partition) -> offsets consumed, in order); what to commit after it
+    ((topic, partition) -> the next offset), empty when nothing was consumed."""
     parts = [{"topic": t, "partition": p, "count": len(offs), "minOffset": offs[0], "maxOffset": offs[-1]}
              for (t, p), offs in sorted(batch.items()) if offs]
     if parts:
         emit("records_consumed", count=sum(p["count"] for p in parts), partitions=parts)
+    return {(p["topic"], p["partition"]): p["maxOffset"] + 1 for p in parts}
+
+
+def _batch(records: dict) -> dict:
+    """kafka-python's and aiokafka's poll results as (topic, partition) -> offsets."""
+    return {(tp.topic, tp.partition): [r.offset for r in rs] for tp, rs in records.items()}
 
 
 def _committed(offsets: dict, error: BaseException | str | None = None) -> None:
@@ -73,12 +79,9 @@ def run_kafka_python(a) -> None:
     subscribe_kafka_python(c, [a.topic], listener=Listener())
     emit("startup_complete")
     while not stop.is_set():
-        records = c.poll(timeout_ms=200)
-        batch = {(tp.topic, tp.partition): [r.offset for r in rs] for tp, rs in records.items()}
-        if not any(batch.values()):
+        offsets = _consumed(_batch(c.poll(timeout_ms=200)))
+        if not offsets:
             continue
-        _consumed(batch)
-        offsets = {tp: offs[-1] + 1 for tp, offs in batch.items() if offs}
         try:
             c.commit({TopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()})
             _committed(offsets)
@@ -109,12 +112,9 @@ def run_aiokafka(a) -> None:
         c.subscribe([a.topic], listener=Listener())
         emit("startup_complete")
         while not stop.is_set():
-            records = await c.getmany(timeout_ms=200)
-            batch = {(tp.topic, tp.partition): [r.offset for r in rs] for tp, rs in records.items()}
-            if not any(batch.values()):
+            offsets = _consumed(_batch(await c.getmany(timeout_ms=200)))
+            if not offsets:
                 continue
-            _consumed(batch)
-            offsets = {tp: offs[-1] + 1 for tp, offs in batch.items() if offs}
             try:
                 await c.commit({TopicPartition(t, p): OffsetAndMetadata(o, "") for (t, p), o in offsets.items()})
                 _committed(offsets)
@@ -153,10 +153,9 @@ def run_confluent(a) -> None:
         for m in messages:
             if m.error() is None:
                 batch.setdefault((m.topic(), m.partition()), []).append(m.offset())
-        if not batch:
+        offsets = _consumed(batch)
+        if not offsets:
             continue
-        _consumed(batch)
-        offsets = {tp: offs[-1] + 1 for tp, offs in batch.items()}
         try:
             c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
             _committed(offsets)
@@ -169,14 +168,7 @@ RUNNERS = {"kafka-python": run_kafka_python, "aiokafka": run_aiokafka, "confluen
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--client", required=True, choices=sorted(RUNNERS))
-    ap.add_argument("--bootstrap", required=True)
-    ap.add_argument("--topic", required=True)
-    ap.add_argument("--group", required=True)
-    ap.add_argument("--instance-id")
-    ap.add_argument("--session-ms", type=int, default=10000)
-    ap.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
+    ap = member_arguments(RUNNERS, 10000)
     a = ap.parse_args()
     if a.group_protocol == "consumer" and a.client != "confluent":
         ap.error(f"{a.client} has no consumer group protocol (KIP-848); confluent has")

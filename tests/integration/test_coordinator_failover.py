@@ -131,6 +131,12 @@ def _expected(groups: Groups) -> dict:
                               "committed_is_end": True} for members in groups.members.values()}
 
 
+def _finish(producer: VerifiableProducer, groups: Groups) -> None:
+    """The producer stops; every group must read to its end as _expected says."""
+    producer.stop()
+    assert _check(groups, producer.end_offsets()) == _expected(groups)
+
+
 def _wait_all_consumed(groups: Groups, producer: VerifiableProducer, timeout: float = 120) -> None:
     """Every group reads everything acked so far: the groups are served again."""
     ends = producer.end_offsets()
@@ -148,9 +154,7 @@ def test_rolling_bounce_of_every_broker_rebalances_no_group(cluster):
             _wait_all_consumed(groups, producer)
             cluster.start(node)
             _wait_all_consumed(groups, producer)
-        producer.stop()
-        ends = producer.end_offsets()
-        assert _check(groups, ends) == _expected(groups)
+        _finish(producer, groups)
     finally:
         producer.close()
         groups.close()
@@ -169,9 +173,7 @@ def test_kill_of_the_coordinators_broker_rebalances_no_group(cluster):
             assert cluster.wait_coordinator_moved(g, victim) != victim
         _wait_all_consumed(groups, producer)
         cluster.start(victim)
-        producer.stop()
-        ends = producer.end_offsets()
-        assert _check(groups, ends) == _expected(groups)
+        _finish(producer, groups)
     finally:
         producer.close()
         groups.close()
