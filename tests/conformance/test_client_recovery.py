@@ -3,6 +3,8 @@
   NOT_COORDINATOR on JoinGroup  -> the client looks the coordinator up again and rejoins
   REBALANCE_IN_PROGRESS on a heartbeat -> the client rejoins the group
   FENCED_INSTANCE_ID on a heartbeat (static member) -> the client stops with a fenced error
+  COORDINATOR_LOAD_IN_PROGRESS on a heartbeat (a coordinator loading after a failover) -> the
+      client heartbeats again and keeps its partitions; aiokafka 0.14 stops instead
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 
 from kcoord.conformance.members import Member
 
-FIND_COORDINATOR, JOIN_GROUP = 10, 11
+FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT = 10, 11, 12
 CLIENTS = ["kafka-python", "aiokafka", "confluent", "java", "java4"]
 
 
@@ -98,5 +100,35 @@ def test_fenced_instance_id_stops_static_member(kcoord_server, client):
         else:
             m.wait_event("fenced", timeout=60)
         assert len(_fired(kcoord_server, rule)) == 1
+    finally:
+        m.stop()
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_load_in_progress_on_a_heartbeat_is_retried(kcoord_server, client):
+    """What a member meets when its coordinator moved and the new one is still loading (Kafka's
+    answer then, and kcoord's during --coordinator-load-ms, docs/cluster.md). Kafka's Java
+    client, librdkafka and kafka-python back off and heartbeat again. aiokafka 0.14 treats it as
+    unexpected ("Unexpected exception in heartbeat task: GroupLoadInProgressError") and its
+    consumer stops: which is why the failover scenarios (test_coordinator_failover.py) leave
+    aiokafka out (docs/testing.md)."""
+    topic, group = _setup(kcoord_server, "loading")
+    m = Member(client, kcoord_server.bootstrap, topic, group)
+    try:
+        m.wait_event("assigned", timeout=60)
+        kcoord_server.wait_for(group, state="Stable", members=1)
+        generation = kcoord_server.app.coordinator.runtime.group(group).generation
+        rule = kcoord_server.fault(api="Heartbeat", group=group, error="COORDINATOR_LOAD_IN_PROGRESS", once=True)
+        fired = _eventually(lambda: _fired(kcoord_server, rule), "the heartbeat fault fires")
+        if client == "aiokafka":
+            _eventually(lambda: any(e.get("event") == "error" and "GroupLoadInProgress" in e.get("message", "")
+                                    for e in m.events), "aiokafka stops on the error", timeout=30)
+            return
+        _eventually(lambda: kcoord_server.requests_after(fired[0]["seq"], HEARTBEAT, group) >= 2,
+                    f"{client} heartbeats on after COORDINATOR_LOAD_IN_PROGRESS")
+        kcoord_server.wait_for(group, state="Stable", members=1)
+        assert m.proc.poll() is None, f"{client} stopped: {m.events}"
+        assert kcoord_server.app.coordinator.runtime.group(group).generation == generation, \
+            f"{client} rejoined after the error"
     finally:
         m.stop()

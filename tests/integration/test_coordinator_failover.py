@@ -30,9 +30,12 @@ from kcoord.testing.verifiable import ClientConsumer, VerifiableProducer, wait_a
 
 PARTITIONS = 6
 SESSION_MS = 20000
-# (client, group protocol): every stock client the suite drives, both protocols where it has them.
-CLIENTS = [("kafka-python", "classic"), ("aiokafka", "classic"), ("confluent", "classic"),
-           ("confluent", "consumer"), ("java", "classic"), ("java4", "classic"), ("java4", "consumer")]
+# (client, group protocol): every stock client the suite drives, both protocols where it has them,
+# but aiokafka: 0.14 stops its consumer on a heartbeat answered COORDINATOR_LOAD_IN_PROGRESS,
+# which Kafka and kcoord answer while the new coordinator loads (a client bug the scenarios would
+# only meet by chance: tests/conformance/test_client_recovery.py shows it, docs/testing.md).
+CLIENTS = [("kafka-python", "classic"), ("confluent", "classic"), ("confluent", "consumer"),
+           ("java", "classic"), ("java4", "classic"), ("java4", "consumer")]
 
 
 @pytest.fixture(params=["kcoord", "kafka"])
@@ -141,7 +144,12 @@ def _wait_all_consumed(groups: Groups, producer: VerifiableProducer, timeout: fl
     """Every group reads everything acked so far: the groups are served again."""
     ends = producer.end_offsets()
     for members in groups.members.values():
-        wait_consumed(members, ends, timeout=timeout)
+        try:
+            wait_consumed(members, ends, timeout=timeout)
+        except TimeoutError as err:
+            seen = {m.name: (m.alive, sorted(m.current_assignment()), [e.get("name") for e in m.events[-6:]],
+                             m.commit_errors[-2:], m.stderr()[-500:]) for m in members}
+            raise TimeoutError(f"{err}; members: {seen}") from None
 
 
 def test_rolling_bounce_of_every_broker_rebalances_no_group(cluster):
