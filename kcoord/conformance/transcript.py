@@ -226,8 +226,10 @@ class Normalised:
 
 
 def normalise(exchanges: list[dict], loose: bool = False) -> Normalised:
+    # A request its broker never answered (a cluster proxy records them) is where a connection
+    # ended, which is timing: what was answered is compared.
     exchanges = [json.loads(json.dumps(e)) for e in sorted(exchanges, key=lambda e: e["seq"])
-                 if e.get("client_id") != SETUP_CLIENT_ID]
+                 if e.get("client_id") != SETUP_CLIENT_ID and not e.get("unanswered")]
     _decode_consumer_fields(exchanges)
     renamer = _Renamer(exchanges)
     by_conn: dict[int, list[dict]] = {}
