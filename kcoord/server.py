@@ -357,9 +357,10 @@ class KafkaServer:
         period = IDLE_SWEEP_MAX_S if idle is None else min(max(idle / 10, 0.01), IDLE_SWEEP_MAX_S)
         self._idle_sweep = loop.call_later(period, self._sweep_idle)
 
-    async def close(self, abort: bool = False) -> None:
+    async def close(self, abort: bool = False, settle_s: float = 0.0) -> None:
         """Stop listening and end every connection: answered requests are flushed first, or
-        (`abort`, a killed broker) every connection is reset at once. The server may start again."""
+        (`abort`, a killed broker) every connection is reset at once. With `settle_s`, requests
+        in flight get up to that long to finish first. The server may start again."""
         if self._idle_sweep is not None:
             self._idle_sweep.cancel()
         if self._server is not None:
@@ -378,6 +379,12 @@ class KafkaServer:
             return
 
         tasks = [c.task for c in connections if c.task is not None and not c.task.done()]
+        if settle_s and tasks:
+            # A request the shutdown itself answered (a JoinGroup parked in a group its broker
+            # just unloaded, now NOT_COORDINATOR) is written on the loop's next turns: let it
+            # out. One still waiting (a long-polling Fetch) is cut after settle_s.
+            await asyncio.wait(tasks, timeout=settle_s)
+            tasks = [c.task for c in connections if c.task is not None and not c.task.done()]
         for connection in connections:
             connection.close()
         if tasks:

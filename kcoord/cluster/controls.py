@@ -3,7 +3,8 @@ Kafka operator or a crash would do it.
 
 - stop: Kafka's controlled shutdown. The controller moves the broker's partitions away first
   (its coordinators unload: a parked JoinGroup or SyncGroup is answered NOT_COORDINATOR), then
-  its listener closes, flushing what it already answered.
+  its listener closes, once the requests in flight have had STOP_SETTLE_S to finish (those
+  answers among them).
 - kill: kill -9. The listener and every connection are reset at once and the broker's
   coordinators are gone from memory, but the controller still counts it in (Metadata and
   FindCoordinator still name it) until broker.session.timeout.ms has passed without it; then
@@ -23,6 +24,9 @@ import logging
 from kcoord.cluster.cluster import Cluster
 
 log = logging.getLogger("kcoord.cluster")
+
+# How long a stopped broker's requests in flight get to finish before its connections close.
+STOP_SETTLE_S = 0.5
 
 
 class ClusterControlError(ValueError):
@@ -61,7 +65,10 @@ class ClusterControls:
         log.info("broker %d: controlled shutdown", node_id)
         self.cluster.fence(node_id, f"broker {node_id} shut down")
         node.running = False
-        await self.servers[node_id].close()
+        # Kafka's socket server stops only once the controlled shutdown has moved the broker's
+        # leaderships, so the answers that move gave (NOT_COORDINATOR to the requests parked in
+        # the unloaded groups) reach their clients.
+        await self.servers[node_id].close(settle_s=STOP_SETTLE_S)
         self._tell("stopped", node_id)
 
     async def kill(self, node_id: int) -> None:

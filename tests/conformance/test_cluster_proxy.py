@@ -1,7 +1,8 @@
 """The recording proxy for a whole cluster (kcoord.conformance.recorder.ClusterProxy) in front
 of a three-broker kcoord: every broker an answer names gets a listener of its own and every
 address in answers points at the matching listener; a broker that is down looks down through
-its listener (connects refused, connections ended) and up again once it is back."""
+its listener (connects refused, connections ended) and up again once it is back; and the
+stop of a coordinator's broker reaches a parked JoinGroup as NOT_COORDINATOR."""
 from __future__ import annotations
 
 import socket
@@ -18,7 +19,7 @@ from wire.records import build_batch
 
 pytestmark = pytest.mark.kcoord(brokers=3)
 
-METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER, PRODUCE = 3, 10, 60, 0
+METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER, PRODUCE, JOIN = 3, 10, 60, 0, 11
 
 
 @pytest.fixture
@@ -184,3 +185,39 @@ def test_a_broker_first_named_while_it_is_down_gets_a_refusing_listener(kcoord_s
     assert _refused(listener)
     kcoord_server.brokers[2].start()
     _until(lambda: _answers(listener), "the listener serving once its broker is back")
+
+
+def test_a_join_parked_when_its_coordinators_broker_stops_is_answered_not_coordinator(kcoord_server, proxies):
+    """The controlled shutdown's unload answers the parked JoinGroup before the broker's listener
+    closes, as Kafka's does; the proxy's transcript shows the answer."""
+    group = f"parked-{uuid.uuid4().hex[:6]}"
+    proxy = proxies.cluster(kcoord_server.bootstrap)
+    with Connection.to(proxy.bootstrap) as conn:
+        conn.call(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
+        node = _coordinator(kcoord_server, group)
+
+    def join(conn, member_id=""):
+        return conn.call(JOIN, 7, {"group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 60000,
+                                   "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+                                   "protocols": [{"name": "range", "metadata": b""}], "reason": None})
+
+    first = Connection(*proxy.brokers[node].address)
+    second = Connection(*proxy.brokers[node].address)
+    member = join(first, join(first).member_id)
+    assert member.error_code == 0
+    needed = join(second)
+    assert needed.error_code == ErrorCode.MEMBER_ID_REQUIRED
+    # The second member's join waits for the first to rejoin, which it never does.
+    second.send(JOIN, 7, {"group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 60000,
+                          "member_id": needed.member_id, "group_instance_id": None, "protocol_type": "consumer",
+                          "protocols": [{"name": "range", "metadata": b""}], "reason": None})
+    kcoord_server.wait_for(group, state="PreparingRebalance")
+    kcoord_server.brokers[node].stop()
+    _, parked = second.receive(JOIN, 7)
+    assert parked.error_code == ErrorCode.NOT_COORDINATOR
+    first.close()
+    second.close()
+    [recorded] = [e for e in proxy.transcript.sorted()
+                  if e["api"] == "JoinGroup" and e["request"]["member_id"] == needed.member_id]
+    assert (recorded["broker"], recorded["response"]["error_code"]) == (node, ErrorCode.NOT_COORDINATOR)
+    kcoord_server.brokers[node].start()
