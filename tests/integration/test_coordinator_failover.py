@@ -14,16 +14,28 @@ commits synchronously after every batch and reports as Kafka's VerifiableConsume
 - commits resume on the new coordinator and never go backwards; every record produced is
   consumed, none twice (no member restarts, so no record after the last commit is read
   again), and at the end each group's committed offsets are the log end.
+
+The kill and the parked join run on both brokers in one test, every member through a recording
+proxy for the whole cluster (kcoord.conformance.recorder.ClusterProxy), and the error codes each
+client saw from the moment of the failure, per group API (kcoord.conformance.error_codes), are
+compared: a code seen on one broker only must be one Kafka answers depending on when a request
+lands while a coordinator moves (error_codes.FAILOVER_TIMING), and the codes that prove the
+path must be seen on both. Each side's table is printed, and is in a failure's message.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 import uuid
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
+from kcoord.conformance import error_codes
+from kcoord.conformance.recorder import ProxyThread
 from kcoord.testing.failover import KafkaCluster, KcoordCluster
 from kcoord.testing.brokers import wait_group
 from kcoord.testing.verifiable import ClientConsumer, VerifiableProducer, wait_assigned, wait_consumed
@@ -47,24 +59,52 @@ def cluster(request):
         yield kcoord
 
 
+@pytest.fixture
+def both(reference_kafka_cluster):
+    """Run a scenario on a three-broker kcoord, then on the three-node reference Kafka:
+    `both(scenario)` calls scenario(cluster, proxies) on each and returns {"kcoord": ..., "kafka": ...}."""
+    def run(scenario):
+        results = {}
+        with ProxyThread() as proxies:
+            for side in ("kcoord", "kafka"):
+                try:
+                    if side == "kcoord":
+                        with KcoordCluster() as kcoord:
+                            results[side] = scenario(kcoord, proxies)
+                    else:
+                        results[side] = scenario(KafkaCluster(reference_kafka_cluster), proxies)
+                except BaseException as err:
+                    err.add_note(f"(the scenario on {side})")
+                    raise
+        return results
+
+    return run
+
+
 def _label(client: str, protocol: str) -> str:
     return client if protocol == "classic" else f"{client}-kip848"
+
+
+def _heartbeat_api(label: str) -> str:
+    return "ConsumerGroupHeartbeat" if label.endswith("-kip848") else "Heartbeat"
 
 
 class Groups:
     """Each client's static group (two members) and dynamic group (one member)."""
 
-    def __init__(self, cluster, topic: str, group_ids: list[str]):
+    def __init__(self, bootstrap: str, topic: str, group_ids: list[str]):
         self.members: dict[str, list[ClientConsumer]] = {}
+        self.labels: dict[str, str] = {}   # group id -> its client's label
         ids = iter(group_ids)
         for client, protocol in CLIENTS:
             label = _label(client, protocol)
             static, dynamic = next(ids), next(ids)
+            self.labels[static] = self.labels[dynamic] = label
             self.members[static] = [
-                ClientConsumer(client, cluster.bootstrap, topic, static, instance_id=f"{label}-{i}",
+                ClientConsumer(client, bootstrap, topic, static, instance_id=f"{label}-{i}",
                                session_timeout_ms=SESSION_MS, group_protocol=protocol, name=f"{label}-static-{i}")
                 for i in range(2)]
-            self.members[dynamic] = [ClientConsumer(client, cluster.bootstrap, topic, dynamic,
+            self.members[dynamic] = [ClientConsumer(client, bootstrap, topic, dynamic,
                                                     session_timeout_ms=SESSION_MS, group_protocol=protocol,
                                                     name=f"{label}-dynamic")]
 
@@ -87,13 +127,15 @@ class Groups:
             m.close()
 
 
-def _scenario(cluster, prefix: str, group_ids=None):
+def _scenario(cluster, prefix: str, group_ids=None, bootstrap: str | None = None):
+    """A topic, its producer (straight to the cluster) and the groups, whose members use
+    `bootstrap` (the cluster's own by default, or a proxy's)."""
     topic = f"{prefix}-{uuid.uuid4().hex[:6]}"
     cluster.create_topic(topic, PARTITIONS)
     ids = group_ids or [f"{prefix}-{uuid.uuid4().hex[:6]}-{i}" for i in range(2 * len(CLIENTS))]
     producer = VerifiableProducer(cluster.bootstrap, topic, throughput=100, repeating_keys=60,
                                   properties={"retries": "2147483647", "acks": "all"})
-    groups = Groups(cluster, topic, ids)
+    groups = Groups(bootstrap or cluster.bootstrap, topic, ids)
     return topic, producer, groups
 
 
@@ -168,41 +210,109 @@ def test_rolling_bounce_of_every_broker_rebalances_no_group(cluster):
         groups.close()
 
 
-def test_kill_of_the_coordinators_broker_rebalances_no_group(cluster):
+@dataclass
+class Run:
+    """One broker's run of a scenario: the error codes its clients saw from the failure on."""
+    seen: dict            # error_codes.codes_seen: (label, api) -> codes
+    from_survivors: dict  # the same, answered by the brokers that stayed up
+    seconds: float
+    exchanges: list       # the transcript
+    failed_at: int        # when the broker went, on the transcript's clock
+
+
+def _run(proxy, labels: dict[str, str], failed_at: int, victim: int, size: int, began: float) -> Run:
+    exchanges = proxy.transcript.sorted()
+    survivors = set(range(size)) - {victim}
+    return Run(error_codes.codes_seen(exchanges, labels, failed_at),
+               error_codes.codes_seen(exchanges, labels, failed_at, brokers=survivors),
+               time.monotonic() - began, exchanges, failed_at)
+
+
+def _compare_codes(runs: dict[str, Run], out: Path, may_differ: dict, required: dict,
+                   required_from_survivors: dict) -> None:
+    """Kafka's and kcoord's tables agree up to `may_differ`, and each side saw the codes that
+    prove the scenario's path; on a failure both transcripts are kept in `out`."""
+    report = "\n".join(f"{side} (scenario {run.seconds:.0f} s), error codes from the failure on:\n"
+                       f"{error_codes.table(run.seen)}" for side, run in runs.items())
+    print(f"\n{report}")
+    problems = error_codes.differences(runs["kafka"].seen, runs["kcoord"].seen, may_differ)
+    for side, run in runs.items():
+        problems += [f"{side}: {p}" for p in error_codes.missing(run.seen, required)]
+        problems += [f"{side}: {p} from a broker that stayed up"
+                     for p in error_codes.missing(run.from_survivors, required_from_survivors)]
+    if problems:
+        for side, run in runs.items():
+            (out / f"{side}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in run.exchanges))
+    assert not problems, "\n".join(problems) + f"\n\n{report}\n\ntranscripts (failure at t_ms " + \
+        ", ".join(f"{side} {run.failed_at}" for side, run in runs.items()) + f"): {out}/{{kcoord,kafka}}.jsonl"
+
+
+# What every client shows after the kill, from a broker that stayed up: it found the new
+# coordinator, and heartbeats and commits there.
+KILL_REQUIRED = {label: {("FindCoordinator", "NONE"), (_heartbeat_api(label), "NONE"), ("OffsetCommit", "NONE")}
+                 for label in {_label(c, p) for c, p in CLIENTS}}
+
+
+def _wait_codes(proxy, labels: dict[str, str], failed_at: int, brokers: set[int], required: dict,
+                timeout: float = 60) -> None:
+    """Until the transcript shows each label's `required` codes from `brokers` (a client that
+    carries on shows them within its heartbeat interval); the test's check says what is missing."""
+    deadline = time.monotonic() + timeout
+    while error_codes.missing(error_codes.codes_seen(proxy.transcript.sorted(), labels, failed_at, brokers), required) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
+def _kill_scenario(cluster, proxies) -> Run:
+    began = time.monotonic()
     victim = 1
     ids = cluster.groups_on(victim, 2 * len(CLIENTS), f"kill-{uuid.uuid4().hex[:6]}")
-    topic, producer, groups = _scenario(cluster, "kill", ids)
+    proxy = proxies.cluster(cluster.bootstrap)
+    topic, producer, groups = _scenario(cluster, "kill", ids, proxy.bootstrap)
     try:
         producer.start()
         groups.start()
         assert all(cluster.coordinator_of(g) == victim for g in ids)
+        failed_at = proxy.now_ms()
         cluster.kill(victim)
         for g in ids:
             assert cluster.wait_coordinator_moved(g, victim) != victim
         _wait_all_consumed(groups, producer)
+        _wait_codes(proxy, groups.labels, failed_at, set(range(cluster.size)) - {victim}, KILL_REQUIRED)
         cluster.start(victim)
         _finish(producer, groups)
     finally:
         producer.close()
         groups.close()
+        proxies.close_proxy(proxy)
+    return _run(proxy, groups.labels, failed_at, victim, cluster.size, began)
 
 
-def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(cluster):
+def test_kill_of_the_coordinators_broker_rebalances_no_group(both, tmp_path):
+    """Every member's coordinator is killed; on both brokers no group rebalances, and every client
+    finds the new coordinator and heartbeats and commits there (NONE from a broker that stayed up)."""
+    runs = both(_kill_scenario)
+    _compare_codes(runs, tmp_path, error_codes.FAILOVER_TIMING, {}, KILL_REQUIRED)
+
+
+def _parked_scenario(cluster, proxies) -> Run:
     """A JoinGroup waits in a rebalance (the group's other member is frozen, so it does not
     rejoin) when its coordinator's broker shuts down: the parked join is answered
     NOT_COORDINATOR, the member finds the new coordinator and joins again, and once the frozen
     member wakes the group forms with both, the first keeping its member id."""
-    classic = [(c, p) for c, p in CLIENTS if p == "classic"]
+    began = time.monotonic()
+    classic = [c for c, p in CLIENTS if p == "classic"]
     victim = 2
     # The frozen members' sessions must outlast the second members' start (JVMs, under load).
     session_ms = 60000
     ids = cluster.groups_on(victim, len(classic), f"parked-{uuid.uuid4().hex[:6]}")
     topic = f"parked-{uuid.uuid4().hex[:6]}"
     cluster.create_topic(topic, PARTITIONS)
+    proxy = proxies.cluster(cluster.bootstrap)
     firsts, seconds = [], []
     try:
-        for (client, protocol), group in zip(classic, ids):
-            firsts.append(ClientConsumer(client, cluster.bootstrap, topic, group, session_timeout_ms=session_ms,
+        for client, group in zip(classic, ids):
+            firsts.append(ClientConsumer(client, proxy.bootstrap, topic, group, session_timeout_ms=session_ms,
                                          name=f"{client}-first").start())
         for first in firsts:
             wait_assigned([first], PARTITIONS, timeout=120)
@@ -210,13 +320,14 @@ def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(cluster):
         kept = {first.name: {m for m, _ in first.member_ids} for first in firsts}
         for first in firsts:
             os.kill(first.proc.pid, signal.SIGSTOP)
-        for (client, protocol), group in zip(classic, ids):
-            seconds.append(ClientConsumer(client, cluster.bootstrap, topic, group, session_timeout_ms=session_ms,
+        for client, group in zip(classic, ids):
+            seconds.append(ClientConsumer(client, proxy.bootstrap, topic, group, session_timeout_ms=session_ms,
                                           name=f"{client}-second").start())
         for second in seconds:
             second.wait(lambda c: "startup_complete" in c.names(), 60, "start-up")
         for group in ids:
             wait_group(cluster.bootstrap, group, timeout=30, state="PreparingRebalance")
+        failed_at = proxy.now_ms()
         cluster.stop(victim)
         for group in ids:
             cluster.wait_coordinator_moved(group, victim)
@@ -233,8 +344,20 @@ def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(cluster):
                 os.kill(m.proc.pid, signal.SIGCONT)
         for m in firsts + seconds:
             m.close()
+        proxies.close_proxy(proxy)
         if not cluster.running(victim):
             cluster.start(victim)
+    return _run(proxy, dict(zip(ids, classic)), failed_at, victim, cluster.size, began)
+
+
+def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(both, tmp_path):
+    """The parked scenario on both brokers. Every classic client's parked JoinGroup is answered
+    NOT_COORDINATOR, and its next, with the member id the rebalance gave it, UNKNOWN_MEMBER_ID:
+    the new coordinator loads the group as its records left it, before that join."""
+    runs = both(_parked_scenario)
+    classic = {c for c, p in CLIENTS if p == "classic"}
+    _compare_codes(runs, tmp_path, error_codes.FAILOVER_TIMING,
+                   {c: {("JoinGroup", "NOT_COORDINATOR"), ("JoinGroup", "UNKNOWN_MEMBER_ID")} for c in classic}, {})
 
 
 def test_connect_workers_ride_through_a_kill_of_their_coordinators_broker(cluster, tmp_path):
