@@ -50,11 +50,14 @@ ESTIMATES = {
     "connect": 330,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
                                   # reference Kafka of its own, eager and sessioned (166 s serially), rolling
                                   # restart (73 s), kcoord restarted under workers x2 (62 s), 2026-11-24
-    "reference-kafka-cluster": 420,  # the three-node reference Kafka (reference_kafka_cluster): start ~12 s, the smoke
+    "reference-kafka-cluster": 600,  # the three-node reference Kafka (reference_kafka_cluster): start ~12 s, the smoke
                                      # test's kill, restart and controlled shutdown ~25 s (~40 s serially, 2026-11-26);
                                      # `kcoord partition balance` against a controlled shutdown, then the restart ~20 s;
-                                     # the failover scenarios' [kafka] runs (rolling bounce ~115 s, kill ~60 s, parked
-                                     # join ~30 s, Connect ~40 s), leadership answers ~25 s, the cluster tools ~25 s
+                                     # the failover scenarios, each on a three-broker kcoord and then on the cluster,
+                                     # through the cluster proxy (serially, kcoord / Kafka: rolling bounce 18-25 / 62-70 s,
+                                     # kill 34-81 / 35-51 s, parked join 10-18 / 16-28 s; 2026-11-26), Connect [kafka]
+                                     # ~40 s, leadership answers ~25 s, the cluster tools ~25 s; the group's files ran
+                                     # 6 min serially
     "consumer-kafka": 250,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
                                   # their own with short consumer sessions: scenarios with java4/confluent members,
                                   # raw ConsumerGroupHeartbeat cases

@@ -15,8 +15,8 @@ commits synchronously after every batch and reports as Kafka's VerifiableConsume
   consumed, none twice (no member restarts, so no record after the last commit is read
   again), and at the end each group's committed offsets are the log end.
 
-The kill and the parked join run on both brokers in one test, every member through a recording
-proxy for the whole cluster (kcoord.conformance.recorder.ClusterProxy), and the error codes each
+The bounce, the kill and the parked join run on both brokers in one test (kcoord first), every
+member through a recording proxy for the whole cluster (kcoord.conformance.recorder.ClusterProxy), and the error codes each
 client saw from the moment of the failure, per group API (kcoord.conformance.error_codes), are
 compared: a code seen on one broker only must be one Kafka answers depending on when a request
 lands while a coordinator moves (error_codes.FAILOVER_TIMING), and the codes that prove the
