@@ -362,10 +362,13 @@ class ConnectCluster:
         return s
 
     def wait_running(self, tasks: dict[str, int], workers: int | None = None, label: str = "",
-                     timeout: float = 90.0, stable_for: float = 0.0) -> Sample:
+                     timeout: float = 90.0, stable_for: float = 0.0, settled: bool = False) -> Sample:
         """Until every connector in `tasks` and its `tasks[name]` tasks are RUNNING on live
         workers (on `workers` distinct ones if given) per the REST status, then for
-        `stable_for` seconds more; the sample goes on the timeline."""
+        `stable_for` seconds more; the sample goes on the timeline. With `settled`, also until
+        every live worker's latest assignment is of one generation and none waits on a scheduled
+        rebalance (delay 0): a round the leader still owes (a lost worker back within the delay
+        is followed by one when the delay ends) would otherwise land inside the next step."""
         deadline = time.monotonic() + timeout
         since = None
         last = None
@@ -386,7 +389,8 @@ class ConnectCluster:
                   and all(s.tasks.get(t) in live and by_log.get(t) == s.tasks[t]
                           for t in (f"{c}-{i}" for c, n in tasks.items() for i in range(n)))
                   and sum(len(c) + len(t) for c, t in held.values()) == len(by_log)
-                  and (workers is None or len(set(s.tasks.values()) | set(s.connectors.values())) >= workers))
+                  and (workers is None or len(set(s.tasks.values()) | set(s.connectors.values())) >= workers)
+                  and (not settled or self._settled()))
             if ok:
                 since = since or time.monotonic()
                 if time.monotonic() - since >= stable_for:
@@ -399,6 +403,11 @@ class ConnectCluster:
         raise TimeoutError(f"not all of {tasks} RUNNING on live workers within {timeout:.0f} s: {last}\n"
                            + "\n".join(f"--- {w.name} ({'up' if w.alive else 'down'})\n{w.log_tail(15)}"
                                        for w in self.workers))
+
+    def _settled(self) -> bool:
+        latest = [got[-1] for got in (w.assignments() for w in self.live) if got]
+        return (len(latest) == len(self.live) and len({a.generation for a in latest}) == 1
+                and all(a.delay == 0 for a in latest))
 
     def held(self) -> dict[str, tuple[list[str], list[str]]]:
         """What each live worker runs by its own log: its latest assignment's (connectors,

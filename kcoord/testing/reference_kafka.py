@@ -27,6 +27,7 @@ import errno
 import functools
 import itertools
 import os
+import random
 import shutil
 import signal
 import socket
@@ -97,7 +98,32 @@ def classpath(version: str | None = None) -> str:
     return f"{fetch(version)}/*"
 
 
+_PORTS = random.SystemRandom()   # not the global generator, which tests may seed alike
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999   # Linux's default
+
+
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port free now, for a server started later. Taken below the ephemeral range: a port the
+    kernel handed out (bind to 0) can be taken again, between our close and the server's bind,
+    as the local end of any process's outgoing connection (seen as a JVM's "Address already in
+    use" under the full suite); a port below the range is only ever taken by a bind."""
+    low, _ = _ephemeral_range()
+    first = max(1024, low - 12000)
+    for _ in range(200):
+        port = _PORTS.randrange(first, low)
+        with socket.socket() as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind((host, 0))
         return s.getsockname()[1]

@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from kcoord.conformance.member import subscribe_kafka_python
 from kcoord.conformance.recorder import ProxyThread
 from kcoord.protocol_client import Connection, ProtocolError
 from kcoord.testing.brokers import create_topic
@@ -138,8 +139,9 @@ def test_a_consumer_stays_on_the_listeners(kcoord_server, proxies):
     for i in range(3):
         producer.send(topic, b"v", partition=i).get(30)
     producer.close()
-    consumer = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", bootstrap_servers=proxy.bootstrap,
+    consumer = KafkaConsumer(group_id=group, auto_offset_reset="earliest", bootstrap_servers=proxy.bootstrap,
                              consumer_timeout_ms=30000)
+    subscribe_kafka_python(consumer, [topic])
     assert sum(1 for _, m in zip(range(3), consumer)) == 3
     listeners = {p.address[1] for p in proxy.listeners}
     assert {b.port for b in consumer._client.cluster.brokers()} <= listeners

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
+from kcoord.conformance.member import subscribe_kafka_python
 from kcoord.protocol_client import Admin
 from kcoord.testing import brokers as kb
 from kcoord.testing.plugin import KcoordHandle, start_server
@@ -147,9 +148,10 @@ def test_groups_name_each_coordinator_and_describe_reads_each_partitions_leader(
     try:
         while len(set(coordinators.values())) < 2:
             group = f"g-{uuid.uuid4().hex[:6]}"
-            consumer = KafkaConsumer(topic, bootstrap_servers=cluster.bootstrap, group_id=group,
+            consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=group,
                                      auto_offset_reset="earliest", enable_auto_commit=False)
             consumers.append(consumer)
+            subscribe_kafka_python(consumer, [topic])
             deadline, seen = time.monotonic() + 60, 0
             while seen < 3:
                 assert time.monotonic() < deadline, f"{group} consumed {seen} of 3 records"

@@ -11,6 +11,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
+from kcoord.conformance.member import subscribe_kafka_python
 from kcoord.protocol_client import Connection
 from kcoord.testing import brokers as kb
 from kcoord.testing.plugin import KcoordHandle, start_server
@@ -166,8 +167,9 @@ def _samples(server):
 def test_metrics_per_broker_follow_the_requests_and_the_leadership(server):
     topic = _topic(server, 6)
     group = f"g-{uuid.uuid4().hex[:6]}"
-    consumer = KafkaConsumer(topic, bootstrap_servers=server.bootstrap, group_id=group,
+    consumer = KafkaConsumer(bootstrap_servers=server.bootstrap, group_id=group,
                              auto_offset_reset="earliest", enable_auto_commit=False)
+    subscribe_kafka_python(consumer, [topic])
     try:
         deadline = time.monotonic() + 60
         while not (_stable(server, group) and consumer.assignment()):

@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("connect")]
 
 CONNECTORS = {"src-a": 4, "src-b": 4}
 SESSION_MS = 6_000
-MAX_DELAY_MS = 10_000
+MAX_DELAY_MS = 15_000   # a killed worker's JVM restarts within it even under the full suite's load
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -210,11 +210,14 @@ def _kill_and_watch(cluster, victim, sample, returns: bool):
         time.sleep(0.5)
     else:
         raise AssertionError(f"no survivor was told to wait after the kill: {_since(cluster, mark)}")
+    told, delay = time.monotonic(), max(a.delay for a in delayed)
     held = {t for tasks in _latest(cluster).values() for t in tasks}
     assert not lost & held, (lost, held)
     if returns:
         cluster.restart(victim)
-    return lost, max(a.delay for a in delayed)
+        took = time.monotonic() - told
+        assert took < delay / 1000, f"{victim.name} took {took:.1f} s to come back, past the {delay} ms delay"
+    return lost, delay
 
 
 # KIP-415's incremental cooperative protocol, without (compatible, version 1) and with
@@ -225,12 +228,12 @@ def test_cooperative_workers_revoke_only_what_moves_and_wait_for_the_lost(tmp_pa
     for name, broker in _brokers(tmp_path, kafka):
         with ConnectCluster(broker.bootstrap, protocol=protocol, session_timeout_ms=SESSION_MS,
                             max_delay_ms=MAX_DELAY_MS, workdir=tmp_path / f"{protocol}-{name}") as cluster:
-            steps = [_step(cluster, "start 3", _start(cluster), workers=3)]
+            steps = [_step(cluster, "start 3", _start(cluster), workers=3, settled=True)]
             assert all(a.protocol_version == version for w in cluster.workers for a in w.assignments())
 
             # A 4th worker: only what moves to it is revoked, everything else keeps running.
             mark = _mark(cluster)
-            steps.append(_step(cluster, "add 4th", lambda: cluster.add_worker(), workers=4))
+            steps.append(_step(cluster, "add 4th", lambda: cluster.add_worker(), workers=4, settled=True))
             before, after = steps[0]["sample"].tasks, steps[1]["sample"].tasks
             moved = {t for t in before if after[t] != before[t]}
             revoked = [t for got in _since(cluster, mark).values() for a in got for t in a.revoked_tasks]
@@ -242,7 +245,7 @@ def test_cooperative_workers_revoke_only_what_moves_and_wait_for_the_lost(tmp_pa
             began, gens = time.monotonic(), len(cluster.generations())
             lost, delay = _kill_and_watch(cluster, victim, steps[-1]["sample"], returns=True)
             assert 0 < delay <= MAX_DELAY_MS
-            steps.append(_step(cluster, "kill 1, back in time", lambda: None, workers=4, timeout=60))
+            steps.append(_step(cluster, "kill 1, back in time", lambda: None, workers=4, timeout=60, settled=True))
             steps[-1].update(seconds=round(time.monotonic() - began, 1), rounds=len(cluster.generations()) - gens)
             assert {steps[-1]["sample"].tasks[t] for t in lost} == {victim.worker_id}
 
