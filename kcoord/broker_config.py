@@ -415,7 +415,8 @@ TABLE: tuple[BrokerConfig, ...] = (
     BrokerConfig("default.replication.factor", "int", "1",
                  "Replicas of a topic created without a replication factor (auto-created ones too).",
                  field="default_replication_factor", at_least=1),
-    BrokerConfig("min.insync.replicas", "int", "1", "Minimum in-sync replicas: always 1 in kcoord.",
+    BrokerConfig("min.insync.replicas", "int", "1", "Minimum in-sync replicas: an acks=all write to a partition with fewer in-sync replicas "
+                 "gets NOT_ENOUGH_REPLICAS (a topic's own value first).",
                  dynamic=True),
     BrokerConfig("offsets.topic.replication.factor", "short", "3",
                  "Replicas of __consumer_offsets, at most one per broker (kcoord creates it with fewer "

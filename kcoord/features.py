@@ -40,9 +40,9 @@ FEATURES: tuple[Feature, ...] = (
     # a 4.x producer that saw 2 would send transactional requests KIP-890's way.
     Feature("transaction.version", 0, 0, 0),
     # Level 1 keeps eligible leader replicas (KIP-966) and, with them, refuses a broker-level
-    # min.insync.replicas (which kcoord's dynamic broker configs refuse as Kafka does). Every
-    # kcoord partition has one replica, always in sync, so its ELR is always empty, as
-    # Kafka's would be for such a partition. Replicated partitions would need ELR kept.
+    # min.insync.replicas (which kcoord's dynamic broker configs refuse as Kafka does). But
+    # kcoord keeps no ELR: a replica that leaves the ISR is not kept eligible, so an unclean
+    # election is the only way to a leader outside the ISR (docs/deviations.md).
     Feature("eligible.leader.replicas.version", 1, 1, 1),
     # Level 1 turns on share groups (KIP-932): not served.
     Feature("share.version", 0, 0, 0),
