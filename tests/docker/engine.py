@@ -11,6 +11,7 @@ installs them itself when it runs as root.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import signal
@@ -133,23 +134,40 @@ def import_debian_base(engine: Engine, tag: str, workdir: Path) -> str:
     debootstrap builds the root filesystem from the Debian mirror apt already uses;
     `docker import` turns it into an image. Its python3 is 3.11, kcoord's minimum.
     """
-    debootstrap = require_tool("debootstrap")
-    rootfs = workdir / "rootfs"
-    run = subprocess.run(
-        [debootstrap, "--variant=minbase", "--include=python3,python3-venv,ca-certificates",
-         "bookworm", str(rootfs), DEBIAN_MIRROR], capture_output=True, text=True)
-    if run.returncode != 0:
-        pytest.fail(f"debootstrap failed ({run.returncode}); it needs root and the Debian mirror "
-                    f"{DEBIAN_MIRROR}:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}", pytrace=False)
-    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-    imp = subprocess.run([require_tool("docker"), "import", "-", tag], stdin=tar.stdout,
-                         env=engine.env(), capture_output=True, text=True)
-    tar.stdout.close()
-    tar.wait()
-    subprocess.run(["rm", "-rf", "--one-file-system", str(rootfs)], check=False)
+    with _debian_rootfs_tar(workdir).open("rb") as tar:
+        imp = subprocess.run([require_tool("docker"), "import", "-", tag], stdin=tar,
+                             env=engine.env(), capture_output=True, text=True)
     if imp.returncode != 0:
         pytest.fail(f"docker import failed: {imp.stderr}", pytrace=False)
     return tag
+
+
+def _debian_rootfs_tar(workdir: Path) -> Path:
+    """The debootstrapped root filesystem as a tar, kept in the cache the fetched jars use
+    (debootstrap takes a minute or two, longer under the full suite; the base is not what
+    the test is about). Delete the file to take a fresh one from the mirror."""
+    from kcoord.testing import maven
+
+    args = ["--variant=minbase", "--include=python3,python3-venv,ca-certificates", "bookworm"]
+    key = hashlib.sha256(repr((args, DEBIAN_MIRROR)).encode()).hexdigest()[:12]
+    cached = maven.cache_root() / f"debian-rootfs-{key}.tar"
+    if cached.exists():
+        return cached
+    debootstrap = require_tool("debootstrap")
+    rootfs = workdir / "rootfs"
+    run = subprocess.run([debootstrap, *args, str(rootfs), DEBIAN_MIRROR], capture_output=True, text=True)
+    if run.returncode != 0:
+        pytest.fail(f"debootstrap failed ({run.returncode}); it needs root and the Debian mirror "
+                    f"{DEBIAN_MIRROR}:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}", pytrace=False)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(f".{os.getpid()}.partial")
+    tar = subprocess.run(["tar", "-C", str(rootfs), "-cf", str(partial), "."], capture_output=True, text=True)
+    subprocess.run(["rm", "-rf", "--one-file-system", str(rootfs)], check=False)
+    if tar.returncode != 0:
+        partial.unlink(missing_ok=True)
+        pytest.fail(f"tar of the debootstrapped root filesystem failed: {tar.stderr}", pytrace=False)
+    os.replace(partial, cached)
+    return cached
 
 
 BUILD_CONTEXT_FILES = ["Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "wire", "kcoord", "examples"]
