@@ -364,13 +364,22 @@ def _parked_scenario(cluster, proxies) -> Run:
     return _run(proxy, dict(zip(ids, classic)), failed_at, set(range(cluster.size)) - {victim}, began)
 
 
+# The parked scenario's groups rebalance by design once the frozen member wakes. Whether a
+# member then joins once or twice (kafka-python's woken leader was seen to rejoin right after its
+# SyncGroup, on kcoord, with nothing in the answers to ask for it), and so whether the other's
+# SyncGroup lands in the next rebalance, is the client's timing, not the coordinator's.
+PARKED_TIMING = {**error_codes.FAILOVER_TIMING,
+                 **{api: error_codes.FAILOVER_TIMING[api] | {"REBALANCE_IN_PROGRESS"}
+                    for api in ("JoinGroup", "SyncGroup", "Heartbeat")}}
+
+
 def test_a_join_parked_when_its_coordinator_moves_ends_in_one_group(both, tmp_path):
     """The parked scenario on both brokers. Every classic client's parked JoinGroup is answered
     NOT_COORDINATOR, and its next, with the member id the rebalance gave it, UNKNOWN_MEMBER_ID:
     the new coordinator loads the group as its records left it, before that join."""
     runs = both(_parked_scenario)
     classic = {c for c, p in CLIENTS if p == "classic"}
-    _compare_codes(runs, tmp_path, error_codes.FAILOVER_TIMING,
+    _compare_codes(runs, tmp_path, PARKED_TIMING,
                    {c: {("JoinGroup", "NOT_COORDINATOR"), ("JoinGroup", "UNKNOWN_MEMBER_ID")} for c in classic}, {})
 
 
