@@ -87,8 +87,11 @@ def test_fenced_instance_id_stops_static_member(kcoord_server, client):
         if client == "kafka-python":
             # kafka-python's heartbeat thread only stops heartbeating on a fenced heartbeat;
             # the consumer raises FencedInstanceIdError when a group request in poll() is
-            # fenced: fence the rejoin of a forced rebalance.
-            rule = kcoord_server.fault(api="JoinGroup", group=group, error="FENCED_INSTANCE_ID", once=True)
+            # fenced: fence the rejoins of a forced rebalance. Every one of them, as Kafka
+            # fences every request of a replaced static member: a join still in flight when
+            # poll()'s timeout ends is dropped by kafka-python, error and all (the stall in
+            # docs/testing.md), and its next join would otherwise go through.
+            rule = kcoord_server.fault(api="JoinGroup", group=group, error="FENCED_INSTANCE_ID")
             assert kcoord_server.force_rebalance(group)
         else:
             rule = kcoord_server.fault(api="Heartbeat", group=group, error="FENCED_INSTANCE_ID", once=True)
@@ -99,7 +102,8 @@ def test_fenced_instance_id_stops_static_member(kcoord_server, client):
             assert any(e["event"] == "error" and "UnknownError" in e["message"] for e in m.events), m.events
         else:
             m.wait_event("fenced", timeout=60)
-        assert len(_fired(kcoord_server, rule)) == 1
+        fired = len(_fired(kcoord_server, rule))
+        assert fired >= 1 if client == "kafka-python" else fired == 1, fired
     finally:
         m.stop()
 
