@@ -81,6 +81,7 @@ def test_rebalance_in_progress_rejoins(kcoord_server, client):
 def test_fenced_instance_id_stops_static_member(kcoord_server, client):
     topic, group = _setup(kcoord_server, "fenced")
     m = Member(client, kcoord_server.bootstrap, topic, group, instance_id="static-1")
+    rule = None
     try:
         m.wait_event("assigned", timeout=60)
         kcoord_server.wait_for(group, state="Stable", members=1)
@@ -106,6 +107,8 @@ def test_fenced_instance_id_stops_static_member(kcoord_server, client):
         assert fired >= 1 if client == "kafka-python" else fired == 1, fired
     finally:
         m.stop()
+        if rule is not None:   # kafka-python's is not once: it would stay on the session's server
+            kcoord_server.remove_fault(rule)
 
 
 @pytest.mark.parametrize("client", CLIENTS)
