@@ -101,12 +101,11 @@ def classpath(version: str | None = None) -> str:
 _PORTS = random.SystemRandom()   # not the global generator, which tests may seed alike
 
 
-def _ephemeral_range() -> tuple[int, int]:
+def _ephemeral_low() -> int:
     try:
-        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-        return low, high
-    except (OSError, ValueError):
-        return 32768, 60999   # Linux's default
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768   # Linux's default
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -114,7 +113,7 @@ def free_port(host: str = "127.0.0.1") -> int:
     kernel handed out (bind to 0) can be taken again, between our close and the server's bind,
     as the local end of any process's outgoing connection (seen as a JVM's "Address already in
     use" under the full suite); a port below the range is only ever taken by a bind."""
-    low, _ = _ephemeral_range()
+    low = _ephemeral_low()
     first = max(1024, low - 12000)
     for _ in range(200):
         port = _PORTS.randrange(first, low)
