@@ -101,6 +101,11 @@ class RecordBatch:
         return bool(self.attributes & 0x20)
 
     @property
+    def is_transactional(self) -> bool:
+        """A batch written inside a transaction (its records wait for the transaction's marker)."""
+        return bool(self.attributes & 0x10)
+
+    @property
     def last_offset(self) -> int:
         return self.base_offset + self.last_offset_delta
 
@@ -307,7 +312,8 @@ def build_plain_batch(entries: list[tuple[bytes, bytes | None]], base_offset: in
 
 def build_batch(records: list[Record] | list[tuple], base_offset: int = 0, *, compression: int = 0,
                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-                partition_leader_epoch: int = -1, timestamp_type: int = 0, transactional: bool = False) -> bytes:
+                partition_leader_epoch: int = -1, timestamp_type: int = 0, transactional: bool = False,
+                control: bool = False) -> bytes:
     """A valid v2 batch. `records` are Record objects or (key, value[, timestamp[, headers]]) tuples;
     record offsets are consecutive from `base_offset` (Record.offset is ignored)."""
     # (attributes, timestamp, key, value, headers) of each record; tuples need no Record made.
@@ -344,8 +350,42 @@ def build_batch(records: list[Record] | list[tuple], base_offset: int = 0, *, co
             raise ValueError(f"build_batch cannot compress with {COMPRESSION_NAMES.get(compression)}: "
                              f"its codec library is not installed")
         body = bytearray(encode(bytes(body)))
-    attributes = compression | (timestamp_type << 3) | (0x10 if transactional else 0)
+    attributes = compression | (timestamp_type << 3) | (0x10 if transactional else 0) | (0x20 if control else 0)
     tail = struct.pack(">hiqqqhii", attributes, max(len(recs) - 1, 0), base_ts, max_ts, producer_id,
                        producer_epoch, base_sequence, len(recs)) + bytes(body)
     length = 4 + 1 + 4 + len(tail)  # leader epoch, magic, crc, then the CRC-covered part
     return struct.pack(">qiibI", base_offset, length, partition_leader_epoch, 2, crc32c(tail)) + tail
+
+
+# ---------------------------------------------------------------------------
+# transaction markers (control batches)
+# ---------------------------------------------------------------------------
+# A marker is a control batch of one record: key = version int16 (0) + type int16 (0 abort,
+# 1 commit), value = version int16 (0) + the transaction coordinator's epoch int32
+# (Kafka's ControlRecordType and EndTransactionMarker).
+ABORT_MARKER, COMMIT_MARKER = 0, 1
+_CONTROL_KEY = struct.Struct(">hh")
+_MARKER_VALUE = struct.Struct(">hi")
+
+
+def build_marker_batch(producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                       base_offset: int, timestamp: int, partition_leader_epoch: int = -1) -> bytes:
+    """The control batch that ends producer `producer_id`'s transaction in one partition."""
+    key = _CONTROL_KEY.pack(0, COMMIT_MARKER if commit else ABORT_MARKER)
+    value = _MARKER_VALUE.pack(0, coordinator_epoch)
+    return build_batch([(key, value, timestamp)], base_offset, producer_id=producer_id,
+                       producer_epoch=producer_epoch, partition_leader_epoch=partition_leader_epoch,
+                       transactional=True, control=True)
+
+
+def parse_marker(batch: RecordBatch) -> tuple[bool, int]:
+    """(commit?, coordinator epoch) of a control batch's marker; RecordsError if it is not one."""
+    records = decode_records(batch)
+    if not batch.is_control or len(records) != 1 or records[0].key is None or len(records[0].key) < 4:
+        raise RecordsError("not a transaction marker batch")
+    _, kind = _CONTROL_KEY.unpack_from(records[0].key)
+    if kind not in (ABORT_MARKER, COMMIT_MARKER):
+        raise RecordsError(f"control record type {kind} is not a transaction marker")
+    value = records[0].value or b""
+    epoch = _MARKER_VALUE.unpack_from(value)[1] if len(value) >= 6 else -1
+    return kind == COMMIT_MARKER, epoch
