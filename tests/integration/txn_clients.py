@@ -27,7 +27,9 @@ WAIT = 60.0
 
 # ---- protocol-level waits ------------------------------------------------------------------
 
-def _latest(bootstrap: str, topic: str, partitions: list[int], isolation: int) -> dict[int, int]:
+def latest_offsets(bootstrap: str, topic: str, partitions: list[int], isolation: int) -> dict[int, int]:
+    """ListOffsets LATEST per partition (-1 where it errs): the high watermark with isolation
+    level 0, the last stable offset with 1 (read_committed)."""
     from kcoord.protocol_client import Connection
 
     with Connection.to(bootstrap) as conn:
@@ -41,8 +43,8 @@ def wait_stable(bootstrap: str, topic: str, partitions: list[int], timeout: floa
     stable offset, equals its read_uncommitted end); returns those ends."""
     deadline = time.monotonic() + timeout
     while True:
-        stable = _latest(bootstrap, topic, partitions, 1)
-        high = _latest(bootstrap, topic, partitions, 0)
+        stable = latest_offsets(bootstrap, topic, partitions, 1)
+        high = latest_offsets(bootstrap, topic, partitions, 0)
         if stable == high and -1 not in high.values():
             return high
         if time.monotonic() > deadline:
