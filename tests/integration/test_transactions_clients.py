@@ -34,7 +34,7 @@ import pytest
 from kcoord.testing.brokers import create_topic
 from tests.integration.clients import produce
 from tests.integration.txn_clients import (READ_COMMITTED, READ_UNCOMMITTED, TXN_CLIENTS, stable_committed,
-                                           txn_session, wait_stable)
+                                           txn_session, wait_stable, write_transactions)
 
 PARTITIONS = [0, 1]
 # (commit?, records per partition) of each transaction, in order; the last one is aborted so
@@ -47,10 +47,6 @@ def _names(stem: str, client: str) -> tuple[str, str]:
     return f"{stem}-{client}-{suffix}", f"tx-{stem}-{client}-{suffix}"
 
 
-def _value(txn: int, partition: int, i: int) -> bytes:
-    return b"t%d-p%d-%d" % (txn, partition, i)
-
-
 @pytest.mark.parametrize("client", TXN_CLIENTS)
 def test_read_committed_sees_exactly_the_committed_transactions(broker_any, client):
     topic, txid = _names("txn", client)
@@ -58,23 +54,13 @@ def test_read_committed_sees_exactly_the_committed_transactions(broker_any, clie
     with txn_session(client) as s:
         p = s.producer(broker_any.bootstrap, txid)
         try:
-            for txn, (commit, count) in enumerate(PLAN):
-                p.begin()
-                for i in range(count):
-                    for partition in PARTITIONS:
-                        p.send(topic, partition, _value(txn, partition, i))
-                # An abort drops what the client has not sent yet (librdkafka purges its
-                # queue): the aborted records go to the partitions first, as a reader must skip them.
-                p.flush()
-                p.commit() if commit else p.abort()
+            written = write_transactions(p, topic, PARTITIONS, PLAN)
         finally:
             p.close()
         committed = s.read(broker_any.bootstrap, topic, READ_COMMITTED)
         everything = s.read(broker_any.bootstrap, topic, READ_UNCOMMITTED)
-    assert committed == {part: [_value(t, part, i) for t, (commit, n) in enumerate(PLAN) if commit for i in range(n)]
-                         for part in PARTITIONS}
-    assert everything == {part: [_value(t, part, i) for t, (_, n) in enumerate(PLAN) for i in range(n)]
-                          for part in PARTITIONS}
+    assert committed == {part: [v for p, _, v, commit in written if p == part and commit] for part in PARTITIONS}
+    assert everything == {part: [v for p, _, v, _ in written if p == part] for part in PARTITIONS}
 
 
 def _fenced(client: str):

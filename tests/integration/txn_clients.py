@@ -76,6 +76,27 @@ def stable_committed(bootstrap: str, group: str, topic: str, partitions: list[in
         time.sleep(0.05)
 
 
+def write_transactions(producer, topic: str, partitions: list[int], plan) -> list[tuple[int, int, bytes, bool]]:
+    """One transaction per (commit?, records per partition) of `plan`, over `partitions` of a new
+    topic that only this producer writes; returns (partition, offset, value, committed) of each
+    data record, at the offsets it gets there (each transaction ends with one marker)."""
+    written, nxt = [], {p: 0 for p in partitions}
+    for txn, (commit, count) in enumerate(plan):
+        producer.begin()
+        for i in range(count):
+            for partition in partitions:
+                value = b"t%d-p%d-%d" % (txn, partition, i)
+                producer.send(topic, partition, value)
+                written.append((partition, nxt[partition], value, commit))
+                nxt[partition] += 1
+        # An abort drops what the client has not sent yet (librdkafka purges its queue): the
+        # aborted records go to the partitions first, as a reader must skip them.
+        producer.flush()
+        producer.commit() if commit else producer.abort()
+        nxt = {p: offset + 1 for p, offset in nxt.items()}
+    return written
+
+
 # ---- the clients ---------------------------------------------------------------------------
 
 class _Reader:
