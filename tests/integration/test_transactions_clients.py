@@ -86,12 +86,8 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(broke
     error, check = _fenced(client)
     with txn_session(client) as s:
         first = s.producer(broker_any.bootstrap, txid)
-        first.begin()
-        first.send(topic, 0, b"first-committed")
-        first.commit()
-        first.begin()
-        first.send(topic, 0, b"zombie")
-        first.flush()
+        first.transact(topic, 0, b"first-committed")
+        first.transact(topic, 0, b"zombie", end=None)
         # The second producer's InitProducerId aborts the first one's open transaction and
         # bumps the epoch: whatever the first does next is refused.
         second = s.producer(broker_any.bootstrap, txid)
@@ -99,9 +95,7 @@ def test_a_second_producer_with_the_same_transactional_id_fences_the_first(broke
             first.send(topic, 0, b"zombie-2")
             first.commit()
         assert check(raised.value), raised.value
-        second.begin()
-        second.send(topic, 0, b"second-committed")
-        second.commit()
+        second.transact(topic, 0, b"second-committed")
         second.close()
         committed = s.read(broker_any.bootstrap, topic, READ_COMMITTED)
         everything = s.read(broker_any.bootstrap, topic, READ_UNCOMMITTED)

@@ -42,27 +42,24 @@ def _tool(tools, bootstrap: str, *args: str) -> list[dict[str, str]]:
     return tab_table(result.stdout)
 
 
-def _names(stem: str) -> tuple[str, str, str]:
+def _new_topic(bootstrap: str, stem: str, partitions: int) -> tuple[str, str, str]:
+    """A new topic, and the transactional ids of a producer that commits and one left open."""
     suffix = uuid.uuid4().hex[:8]  # the reference Kafka lives for the whole session
-    return f"{stem}-{suffix}", f"tx-{stem}-done-{suffix}", f"tx-{stem}-open-{suffix}"
+    topic = f"{stem}-{suffix}"
+    create_topic(bootstrap, topic, partitions)
+    return topic, f"tx-{stem}-done-{suffix}", f"tx-{stem}-open-{suffix}"
 
 
 def test_list_describe_and_describe_producers_show_the_transactions(broker_any, tools):
     bootstrap = broker_any.bootstrap
-    topic, done_id, open_id = _names("tool")
-    create_topic(bootstrap, topic, 2)
+    topic, done_id, open_id = _new_topic(bootstrap, "tool", 2)
     with txn_session("kafka-python") as s:
         done = s.producer(bootstrap, done_id)
-        done.begin()
-        done.send(topic, 1, b"committed")
-        done.commit()
+        done.transact(topic, 1, b"committed")
         done.close()
         opened = s.producer(bootstrap, open_id)
         try:
-            opened.begin()
-            opened.send(topic, 0, b"open-0")
-            opened.send(topic, 0, b"open-1")
-            opened.flush()
+            opened.transact(topic, 0, b"open-0", b"open-1", end=None)
             wait_stable(bootstrap, topic, [1])
 
             listed = {r["TransactionalId"]: r for r in _tool(tools, bootstrap, "list")
@@ -110,22 +107,15 @@ def test_list_describe_and_describe_producers_show_the_transactions(broker_any, 
 
 def test_abort_ends_an_open_transaction_and_read_committed_readers_go_on(broker_any, tools):
     bootstrap = broker_any.bootstrap
-    topic, done_id, open_id = _names("abort")
-    create_topic(bootstrap, topic, 1)
+    topic, done_id, open_id = _new_topic(bootstrap, "abort", 1)
     with txn_session("kafka-python") as s:
         done = s.producer(bootstrap, done_id)
         opened = s.producer(bootstrap, open_id)
         try:
-            done.begin()
-            done.send(topic, 0, b"before")
-            done.commit()
+            done.transact(topic, 0, b"before")
             wait_stable(bootstrap, topic, [0])
-            opened.begin()
-            opened.send(topic, 0, b"left-open")
-            opened.flush()
-            done.begin()
-            done.send(topic, 0, b"after")
-            done.commit()
+            opened.transact(topic, 0, b"left-open", end=None)
+            done.transact(topic, 0, b"after")
 
             [producer] = [r for r in _tool(tools, bootstrap, "describe-producers", "--topic", topic, "--partition", "0")
                           if r["CurrentTransactionStartOffset"] != "None"]

@@ -143,7 +143,21 @@ class ConfluentSession(_Reader):
         assert not pending, f"partitions {sorted(pending)} of {topic} not read to their end"
 
 
-class ConfluentProducer:
+class _Transactional:
+    """What every client's producer does with its begin/send/flush/commit/abort."""
+
+    def transact(self, topic: str, partition: int, *values: bytes, end: str | None = "commit") -> None:
+        """One transaction of `values` to the partition, sent, then ended by "commit" or "abort",
+        or (None) left open."""
+        self.begin()
+        for value in values:
+            self.send(topic, partition, value)
+        self.flush()
+        if end is not None:
+            {"commit": self.commit, "abort": self.abort}[end]()
+
+
+class ConfluentProducer(_Transactional):
     def __init__(self, bootstrap: str, transactional_id: str, config: dict):
         from confluent_kafka import Producer
 
@@ -217,7 +231,7 @@ class KafkaPythonSession(_Reader):
         assert positions == ends, f"{topic}: read to {positions}, not to the ends {ends}"
 
 
-class KafkaPythonProducer:
+class KafkaPythonProducer(_Transactional):
     def __init__(self, bootstrap: str, transactional_id: str, config: dict):
         from kafka import KafkaProducer
 
@@ -318,7 +332,7 @@ class AiokafkaSession(_Reader):
         self.run(go())
 
 
-class AiokafkaProducer:
+class AiokafkaProducer(_Transactional):
     def __init__(self, session: AiokafkaSession, bootstrap: str, transactional_id: str, config: dict):
         from aiokafka import AIOKafkaProducer
 
