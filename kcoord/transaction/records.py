@@ -166,25 +166,26 @@ def _skip_tags(r: _Reader) -> None:
 
 
 def as_json(key: bytes, value: bytes | None) -> dict:
-    """A record as Kafka's TransactionLogMessageFormatter prints it (field names of the specs)."""
+    """A record as Kafka's TransactionLogMessageFormatter prints it: the spec's field names, a
+    tagged field only when it is not at its default."""
     transactional_id = decode_key(key)
-    out = {"key": {"version": KEY_VERSION, "data": {"transactionalId": transactional_id}}, "value": None}
+    out = {"key": {"type": KEY_VERSION, "data": {"transactionalId": transactional_id}}, "value": None}
     if value is None:
         return out
     version, meta = decode_value(transactional_id, value)
     data = {"producerId": meta.producer_id}
-    if version >= 1:
-        data.update(previousProducerId=meta.prev_producer_id, nextProducerId=meta.next_producer_id)
-    data.update(producerEpoch=meta.producer_epoch)
-    if version >= 1:
-        data["nextProducerEpoch"] = -1
-    data.update(transactionTimeoutMs=meta.timeout_ms, transactionStatus=meta.state.id,
+    if meta.prev_producer_id != NO_PRODUCER_ID:
+        data["previousProducerId"] = meta.prev_producer_id
+    if meta.next_producer_id != NO_PRODUCER_ID:
+        data["nextProducerId"] = meta.next_producer_id
+    data.update(producerEpoch=meta.producer_epoch, transactionTimeoutMs=meta.timeout_ms,
+                transactionStatus=meta.state.id,
                 transactionPartitions=None if meta.state is TxnState.EMPTY else [
                     {"topic": t, "partitionIds": sorted(p for tt, p in meta.partitions if tt == t)}
                     for t in sorted({t for t, _ in meta.partitions})],
                 transactionLastUpdateTimestampMs=meta.last_update_ms,
                 transactionStartTimestampMs=meta.start_ms)
-    if version >= 1:
+    if meta.client_version != 0:
         data["clientTransactionVersion"] = meta.client_version
     out["value"] = {"version": version, "data": data}
     return out
