@@ -146,6 +146,7 @@ class OffsetManager:
         group = Group(group_id, created_ms=self.ctx.now())
         group.emptied_at_ms = None  # a simple group: offsets age from their commit time
         self.ctx.groups[group_id] = group
+        self.ctx.changed(group)   # no record tells of it when every partition is refused
         return group
 
     def _metadata_too_large(self, metadata: str | None) -> bool:
