@@ -407,17 +407,32 @@ class Partition:
 
     def read(self, offset: int, max_bytes: int, at_least_one: bool = True) -> bytes:
         """Whole batches from the one containing `offset`, up to `max_bytes`."""
+        return b"".join(self._read(offset, max_bytes, at_least_one, len(self.batches))[0])
+
+    def read_committed(self, offset: int, max_bytes: int, at_least_one: bool = True) -> tuple[bytes, list]:
+        """What a read_committed Fetch reads: the whole batches `read` would, but none past the
+        last stable offset; and the aborted transactions with a record in what was read, as
+        (producer id, first offset), for the consumer to drop their records."""
+        stop = bisect.bisect_left(self._last_offsets, self.last_stable_offset)
+        out, after = self._read(offset, max_bytes, at_least_one, stop)
+        if not out:
+            return b"", []
+        return b"".join(out), self.aborted_transactions(offset, self.batches[after - 1].last_offset + 1)
+
+    def _read(self, offset: int, max_bytes: int, at_least_one: bool, stop: int) -> tuple[list[bytes], int]:
+        """The data of whole batches from the one containing `offset`, up to `max_bytes`,
+        before the batch at index `stop`; and the index of the batch after them."""
         i = bisect.bisect_left(self._last_offsets, offset)
         out = []
         size = 0
-        while i < len(self.batches):
+        while i < stop:
             data = self.batches[i].data
             if size + len(data) > max_bytes and (out or not at_least_one):
                 break
             out.append(data)
             size += len(data)
             i += 1
-        return b"".join(out)
+        return out, i
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
         """The first offset whose batch holds a record at or after `timestamp`."""

@@ -272,3 +272,35 @@ def test_the_lso_does_not_fall_below_the_log_start():
     p.append(plain(b"y"))
     p.delete_records(2)
     assert p.last_stable_offset == 2
+
+
+def offsets_of(blob: bytes) -> list[tuple[int, int]]:
+    return [(b.base_offset, b.last_offset) for b in R.iter_batches(blob)]
+
+
+def test_read_committed_reads_whole_batches_below_the_lso_and_the_aborted_ones_in_them():
+    p, a, b, c = Partition(0), Producer(A), Producer(B), Producer(C)
+    p.append(a.batch(b"a0", b"a1"))      # 0-1
+    p.append(plain(b"x"))                # 2
+    p.write_marker(A, 0, 0, False, 1)    # 3
+    p.append(b.batch(b"b0"))             # 4
+    p.write_marker(B, 0, 0, True, 1)     # 5
+    p.append(c.batch(b"c0"))             # 6: open
+    p.append(plain(b"y"))                # 7
+    assert p.last_stable_offset == 6
+    data, aborted = p.read_committed(0, 1 << 20)
+    assert offsets_of(data) == [(0, 1), (2, 2), (3, 3), (4, 4), (5, 5)]
+    assert aborted == [(A, 0)]
+    data, aborted = p.read_committed(4, 1 << 20)
+    assert offsets_of(data) == [(4, 4), (5, 5)] and aborted == []
+    # Nothing at or past the LSO, though records are there; read_uncommitted reads them.
+    assert p.read_committed(6, 1 << 20) == (b"", [])
+    assert p.read_committed(7, 1 << 20) == (b"", [])
+    assert offsets_of(p.read(6, 1 << 20)) == [(6, 6), (7, 7)]
+    # At least one batch below the LSO, however small the limit; only what was read is listed.
+    data, aborted = p.read_committed(2, 1)
+    assert offsets_of(data) == [(2, 2)] and aborted == [(A, 0)]
+    assert p.read_committed(0, 1, at_least_one=False) == (b"", [])
+    p.write_marker(C, 0, 0, True, 1)     # 8
+    data, _ = p.read_committed(6, 1 << 20)
+    assert offsets_of(data) == [(6, 6), (7, 7), (8, 8)]
