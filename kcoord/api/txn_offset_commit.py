@@ -1,30 +1,27 @@
 """TxnOffsetCommit: a transactional producer commits a group's offsets inside its transaction
 (KIP-98, KIP-447); they stay pending until the transaction's marker commits or aborts them."""
 from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, TopicAcl, TopicOperation, named_group
+from kcoord.api._transactions import transactional_id_allowed
 from kcoord.api.offset_commit import _failed
 from kcoord.coordinator.requests import OffsetCommitPartition, TxnOffsetCommitRequest
 from kcoord.log.consumer_offsets import TOPIC as OFFSETS_TOPIC
-from kcoord.security.acls import principal_of, topic_gate
+from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
 # The group's member may be named from v3 (KIP-447); before v2 a client knows no
 # COORDINATOR_LOAD_IN_PROGRESS (KAFKA-7296): it hears COORDINATOR_NOT_AVAILABLE instead.
 MEMBER_SINCE = 3
 LOADING_KNOWN_SINCE = 2
+# From v4 a client knows TRANSACTION_ABORTABLE (KIP-890); before, it hears INVALID_TXN_STATE.
+GENERIC_ERRORS_SINCE = 4
 # From v5 (transaction version 2, KIP-890) the commit itself adds the group's partition to the
 # transaction; before, AddOffsetsToTxn has, and it is only verified.
 ADDS_PARTITION_SINCE = 5
 
 
-def _may_write_transactional_id(ctx, transactional_id: str) -> bool:
-    authorizer = ctx.broker.authorizer
-    return authorizer is None or authorizer.allowed_on("transactional_id", transactional_id,
-                                                        principal_of(ctx.connection), "Write", ctx.connection.host)
-
-
 async def txn_offset_commit(ctx, req):
     version = ctx.api_version
-    if not _may_write_transactional_id(ctx, req.transactional_id):
+    if not transactional_id_allowed(ctx, req.transactional_id):
         return _failed(version, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     may_read = topic_gate(ctx)
     exists = ctx.broker.topics.partition_exists
@@ -63,7 +60,8 @@ def _commit(ctx, req, partitions) -> list[tuple[str, int, ErrorCode]]:
         index = ctx.broker.coordinator.partition_for(req.group_id)
         error = ctx.broker.transactions.verify_or_add(req.transactional_id, req.producer_id, req.producer_epoch,
                                                       [(OFFSETS_TOPIC, index)],
-                                                      add=ctx.api_version >= ADDS_PARTITION_SINCE)
+                                                      add=ctx.api_version >= ADDS_PARTITION_SINCE,
+                                                      generic_errors=ctx.api_version >= GENERIC_ERRORS_SINCE)
     if error:
         return [(p.topic, p.partition, error) for p in partitions]
     member = ctx.api_version >= MEMBER_SINCE
@@ -81,6 +79,8 @@ DESCRIPTOR = ApiDescriptor(
     "offsets committed in a transaction, pending until its marker; validated as Kafka validates them",
     version_notes={LOADING_KNOWN_SINCE: "COORDINATOR_LOAD_IN_PROGRESS (before: COORDINATOR_NOT_AVAILABLE)",
                    MEMBER_SINCE: "member id, generation and group instance id checked (KIP-447)",
+                   GENERIC_ERRORS_SINCE: "TRANSACTION_ABORTABLE for a partition not in the transaction "
+                                         "(before: INVALID_TXN_STATE)",
                    ADDS_PARTITION_SINCE: "adds the group's partition to the transaction (KIP-890)"},
     groups=named_group, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.READ),
     error_response=_failed)
