@@ -145,3 +145,46 @@ def test_bad_requests_answer_per_partition(kcoord_server):
         assert unknown == [(0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
         assert _commit(conn, 3, txn_id, "g", pid, epoch, topic, [(5, 1)]) == [(5, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
         assert _commit(conn, 3, txn_id, "", pid, epoch, topic, [(0, 1)]) == [(0, ErrorCode.INVALID_GROUP_ID)]
+
+
+def _confluent_member(bootstrap: str, topic: str, group: str):
+    """A confluent-kafka consumer that has joined `group` and holds both partitions of `topic`."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while len(consumer.assignment()) < 2:
+        assert time.monotonic() < deadline, "the consumer never got its partitions"
+        consumer.poll(0.1)
+    return consumer
+
+
+def test_confluent_kafka_send_offsets_to_transaction_as_a_group_member(kcoord_server):
+    """librdkafka's consume-transform-produce: TxnOffsetCommit names the member and its generation
+    (KIP-447); the offsets reach the group only with the commit, never with the abort."""
+    from confluent_kafka import Producer, TopicPartition
+
+    topic, group = _topic(kcoord_server), f"g-{uuid.uuid4().hex[:8]}"
+    consumer = _confluent_member(kcoord_server.bootstrap, topic, group)
+    producer = Producer({"bootstrap.servers": kcoord_server.bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    try:
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce(topic, b"out", partition=0)
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 4)],
+                                             consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        committed = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 30)
+        assert [(tp.partition, tp.offset) for tp in committed] == [(0, 3), (1, 4)]
+
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction([TopicPartition(topic, 0, 9)], consumer.consumer_group_metadata(), 30)
+        producer.abort_transaction(30)
+        committed = consumer.committed([TopicPartition(topic, 0)], 30)
+        assert [(tp.partition, tp.offset) for tp in committed] == [(0, 3)]
+    finally:
+        consumer.close()
+    group_state = kcoord_server.app.coordinator.runtime.committed(group)
+    assert {k: v.offset for k, v in group_state.items()} == {(topic, 0): 3, (topic, 1): 4}
