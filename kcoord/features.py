@@ -87,8 +87,9 @@ class FeatureLevels:
         return [{"name": name, "min_version_level": level, "max_version_level": level}
                 for name, level in self.levels.items() if level > 0]
 
-    def check(self, name: str, level: int, upgrade_type: int) -> None:
-        """Raise FeatureUpdateError where Kafka's FeatureControlManager refuses the update."""
+    def check(self, name: str, level: int, upgrade_type: int, controller: int = 0) -> None:
+        """Raise FeatureUpdateError where Kafka's FeatureControlManager (on node `controller`)
+        refuses the update."""
         def refuse(why: str):
             raise FeatureUpdateError(f"Invalid update version {level} for feature {name}. {why}")
         if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
@@ -98,8 +99,8 @@ class FeatureLevels:
         feature = BY_NAME.get(name)
         low, high = (feature.min_supported, feature.max_supported) if feature is not None else (0, 0)
         if not (low <= level <= high):
-            refuse("Local controller 0 does not support this feature." if high == 0
-                   else f"Local controller 0 only supports versions [{low}-{high}]")
+            refuse(f"Local controller {controller} does not support this feature." if high == 0
+                   else f"Local controller {controller} only supports versions {low}-{high}")
         current = self.level(name)
         if level < current and upgrade_type == UPGRADE:
             refuse("Can't downgrade the version of this feature without setting the upgrade type to "

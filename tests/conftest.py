@@ -36,15 +36,16 @@ settings.load_profile("kcoord")
 # Seconds a unit (a test, by nodeid prefix, or a group) took in a `-n 4` run on the 2-core
 # VM while another suite ran beside it (2026-11-23); CPU-bound tests stretch most then.
 ESTIMATES = {
-    "reference-kafka": 765,       # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
+    "reference-kafka": 795,       # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
                                   # idempotent producers through the dropping proxy (~20 s), dynamic broker configs (~5 s),
-                                  # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s)
+                                  # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s), the Python clients'
+                                  # transactions (~22 s serially) and kafka-transactions (~8 s), 2026-11-26
     "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
     "differential-delay3000": 250,
     "spark": 480,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
                                   # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially),
                                   # a three-broker kcoord's failovers (test_report_failover.py, ~50 s serially)
-    "spark-source": 180,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
+    "spark-source": 190,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
     "assignors-kafka": 30,        # test_assignors_vs_kafka.py: ~2,000 problems through one JVM running Kafka's assignors
     "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
     "connect": 330,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a

@@ -17,3 +17,9 @@ def coordinator(ctx, transactional_id: str):
     if ctx.broker.transactions is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
     return ctx.broker.transactions.for_id(transactional_id)
+
+
+def older_fenced(code: ErrorCode, version: int, fenced_since: int) -> ErrorCode:
+    """PRODUCER_FENCED as a client of `version` understands it: clients from before the version
+    that introduced it know only INVALID_PRODUCER_EPOCH (Kafka's KafkaApis maps it so)."""
+    return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED and version < fenced_since else code

@@ -2,7 +2,7 @@
 group's offsets in its transaction (KIP-98, KIP-447): the group's `__consumer_offsets` partition
 joins the transaction, so the transaction's end writes its marker there too."""
 from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
-from kcoord.api._transactions import coordinator, transactional_id_allowed
+from kcoord.api._transactions import coordinator, older_fenced, transactional_id_allowed
 from kcoord.log.consumer_offsets import TOPIC as OFFSETS_TOPIC
 from wire.errors import ErrorCode
 
@@ -16,7 +16,7 @@ async def add_offsets_to_txn(ctx, req):
     index = ctx.broker.coordinator.runtime.partition_for(req.group_id)
     code = txn.add_partitions(req.transactional_id, req.producer_id, req.producer_epoch,
                               [(OFFSETS_TOPIC, index)], client_version=0)
-    return {"throttle_time_ms": 0, "error_code": code}
+    return {"throttle_time_ms": 0, "error_code": older_fenced(code, ctx.api_version, 2)}
 
 
 DESCRIPTOR = ApiDescriptor(

@@ -2,7 +2,7 @@
 transaction version 0/1 clients); v4+ is the brokers' batched form, where a partition leader
 verifies (or, v5 with transaction version 2, adds) partitions for a producer."""
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
-from kcoord.api._transactions import coordinator, transactional_id_allowed
+from kcoord.api._transactions import coordinator, older_fenced, transactional_id_allowed
 from kcoord.security.acls import cluster_allowed, topic_gate
 from wire.errors import ErrorCode
 
@@ -35,8 +35,9 @@ def _one(ctx, transactional_id, producer_id, epoch, topics, verify_only):
     if verify_only:
         answers = txn.verify(transactional_id, producer_id, epoch, partitions)
         return _results(topics, lambda t, p: answers[(t, p)])
-    code = txn.add_partitions(transactional_id, producer_id, epoch, partitions,
-                              client_version=2 if ctx.api_version >= BATCHED_SINCE else 0)
+    code = older_fenced(txn.add_partitions(transactional_id, producer_id, epoch, partitions,
+                                           client_version=2 if ctx.api_version >= BATCHED_SINCE else 0),
+                        ctx.api_version, 2)
     return _results(topics, lambda t, p: code)
 
 

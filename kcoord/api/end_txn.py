@@ -3,7 +3,7 @@ PrepareAbort to `__transaction_state`, the markers to every partition in the tra
 CompleteCommit / CompleteAbort. From v5 (transaction version 2) every end bumps the producer's
 epoch and the answer carries the id and epoch the producer goes on with."""
 from kcoord.api import ApiDescriptor, ApiKey
-from kcoord.api._transactions import coordinator, transactional_id_allowed
+from kcoord.api._transactions import coordinator, older_fenced, transactional_id_allowed
 from wire.errors import ErrorCode
 
 EPOCH_BUMP_SINCE = 5
@@ -20,7 +20,9 @@ async def end_txn(ctx, req):
     if txn is None:
         return _answer(error)
     version = 2 if ctx.api_version >= EPOCH_BUMP_SINCE else 0
-    return _answer(*txn.end_txn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed, version))
+    code, producer_id, epoch = txn.end_txn(req.transactional_id, req.producer_id, req.producer_epoch,
+                                           req.committed, version)
+    return _answer(older_fenced(code, ctx.api_version, 2), producer_id, epoch)
 
 
 DESCRIPTOR = ApiDescriptor(

@@ -70,7 +70,7 @@ def _failed(version, body, code):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.FIND_COORDINATOR, 0, 6, find_coordinator,
-    "a group's: the leader of its __consumer_offsets partition; a transactional id's: the broker asked",
+    "a group's: the leader of its __consumer_offsets partition; a transactional id's: the leader of its __transaction_state partition",
     version_notes={1: "key types (group or transaction)", BATCHED_SINCE: "several keys per request (KIP-699)"},
     groups=_groups,
     group_acl=GroupAcl(GroupOperation.DESCRIBE, denied_message="Not authorized to access group"),

@@ -1,7 +1,7 @@
 """InitProducerId: a producer id for an idempotent producer, or a transactional id's id and
 epoch from its transaction coordinator (fencing the producer that held it before)."""
 from kcoord.api import ApiDescriptor, ApiKey
-from kcoord.api._transactions import coordinator, transactional_id_allowed
+from kcoord.api._transactions import coordinator, older_fenced, transactional_id_allowed
 from kcoord.security.acls import Operation, ResourceType, cluster_allowed, principal_of
 from wire.errors import ErrorCode
 
@@ -26,7 +26,8 @@ async def init_producer_id(ctx, req):
             return _answer(error)
         producer_id, epoch = req.get("producer_id", -1), req.get("producer_epoch", -1)
         expected = (producer_id, epoch) if producer_id != -1 or epoch != -1 else None
-        return _answer(*txn.init_producer_id(transactional_id, req.transaction_timeout_ms, expected))
+        code, producer_id, epoch = txn.init_producer_id(transactional_id, req.transaction_timeout_ms, expected)
+        return _answer(older_fenced(code, ctx.api_version, 4), producer_id, epoch)
     authorizer = ctx.broker.authorizer
     if authorizer is not None and not (
             cluster_allowed(ctx, "IdempotentWrite")

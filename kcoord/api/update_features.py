@@ -34,9 +34,10 @@ async def update_features(ctx, req):
             return _answer(ctx, req, ErrorCode.INVALID_REQUEST,
                            f"Feature {update.feature} appears more than once in the request.")
         try:
-            levels.check(update.feature, level, upgrade_type)
+            levels.check(update.feature, level, upgrade_type, ctx.broker.controller_id)
         except FeatureUpdateError as err:
-            return _answer(ctx, req, ErrorCode.INVALID_UPDATE_VERSION, str(err))
+            return _answer(ctx, req, ErrorCode.INVALID_UPDATE_VERSION,
+                           f"The update failed for all features since the following feature had an error: {err}")
         changes[update.feature] = level
     if not req.get("validate_only", False):
         levels.update(changes)

@@ -41,6 +41,7 @@ TOOLS = {
     "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
 # Each run is a fresh short-lived JVM: the C1-only JIT, the serial GC and the CDS
 # archive cut its start (~1 s of CPU) far more than a bigger heap would speed it up.
@@ -269,6 +270,16 @@ def table(text: str) -> list[dict[str, str]]:
             continue
         rows.append(dict(zip(header, cells)))
     return rows
+
+
+def tab_table(text: str) -> list[dict[str, str]]:
+    """The rows of a table whose cells end in a tab (kafka-transactions prints them so, padded
+    with spaces), header line first, as dicts of the stripped cells; an empty cell stays ""."""
+    lines = [line.removesuffix("\t").split("\t") for line in text.splitlines() if line.strip()]
+    if not lines:
+        return []
+    header = [cell.strip() for cell in lines[0]]
+    return [dict(zip(header, (cell.strip() for cell in line))) for line in lines[1:]]
 
 
 def main() -> int:  # python -m kcoord.testing.kafka_tools TOOL BOOTSTRAP ARGS...

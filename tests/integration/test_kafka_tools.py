@@ -358,7 +358,7 @@ KCOORD_FEATURES = [
     "Feature: metadata.version SupportedMinVersion: 4.3-IV0 SupportedMaxVersion: 4.3-IV0 FinalizedVersionLevel: 4.3-IV0",
     "Feature: share.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
     "Feature: streams.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
-    "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+    "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 FinalizedVersionLevel: 2",
 ]
 _FEATURE_LINE = re.compile(r"Feature: (\S+) SupportedMinVersion: \S+ SupportedMaxVersion: \S+ FinalizedVersionLevel: \S+")
 
@@ -401,10 +401,10 @@ def test_api_versions_carry_the_features_from_v3_and_those_with_minimum_0_from_v
         assert all(low == high > 0 for low, high in finalized4.values()), bootstrap
     v4, epoch, finalized = features(both[0], 4)
     assert v4 == {"metadata.version": (30, 30), "kraft.version": (0, 0), "group.version": (1, 1),
-                  "transaction.version": (0, 0), "eligible.leader.replicas.version": (1, 1),
+                  "transaction.version": (0, 2), "eligible.leader.replicas.version": (1, 1),
                   "share.version": (0, 0), "streams.version": (0, 0)}
     assert (epoch, finalized) == (0, {"metadata.version": (30, 30), "group.version": (1, 1),
-                                      "eligible.leader.replicas.version": (1, 1)})
+                                      "transaction.version": (2, 2), "eligible.leader.replicas.version": (1, 1)})
 
 
 def _quorum_offsets(text: str) -> str:
@@ -537,3 +537,29 @@ def test_configs_tool_on_client_metrics(tools, both):
         wait_subscription(b, name, {})
     k, _ = _run(tools, both, *entity, "--alter", "--add-config", "push.interval=1", expect_code=1)
     assert "InvalidRequestException: Unknown client metrics configuration: push.interval" in k.stderr
+
+
+def _finalized(bootstrap: str) -> dict:
+    from kcoord.protocol_client import Connection
+
+    with Connection.to(bootstrap) as conn:
+        r = conn.call(18, 4, {"client_software_name": "kcoord-test", "client_software_version": "1"})
+    return {f.name: f.max_version_level for f in r.finalized_features}
+
+
+def test_features_downgrade_and_upgrade_move_transaction_version(tools, both):
+    try:
+        _run(tools, both, "features", "downgrade", "--feature", "transaction.version=1")
+        assert [_finalized(b)["transaction.version"] for b in both] == [1, 1]
+        _run(tools, both, "features", "upgrade", "--feature", "transaction.version=2")
+        assert [_finalized(b)["transaction.version"] for b in both] == [2, 2]
+    finally:
+        for bootstrap in both:   # the session's Kafka serves other tests after this one
+            if _finalized(bootstrap).get("transaction.version") != 2:
+                tools.run("features", bootstrap, "upgrade", "--feature", "transaction.version=2")
+
+
+def test_features_refuses_a_level_outside_the_supported_range_as_kafka(tools, both):
+    k, ref = (tools.run("features", b, "upgrade", "--feature", "transaction.version=3") for b in both)
+    assert (k.code, ref.code) == (1, 1)
+    assert normalise(k.stdout) == normalise(ref.stdout), (k, ref)

@@ -189,6 +189,27 @@ def test_kafka_group_id_option(spark, broker_any):
     assert set(got) == expected(rows) and len(got) == len(rows)
 
 
+def test_batch_read_committed_skips_aborted_transactions(spark, broker_any):
+    from tests.integration.txn_clients import txn_session, wait_stable, write_transactions
+
+    topic = _topic(broker_any, "sk-txn", 2)
+    with txn_session("confluent") as s:
+        producer = s.producer(broker_any.bootstrap, f"tx-{topic}")
+        try:
+            # The last transaction is aborted: the latest offsets Spark reads up to end in a marker.
+            written = write_transactions(producer, topic, [0, 1], [(True, 3), (False, 2), (True, 2), (False, 1)])
+        finally:
+            producer.close()
+    wait_stable(broker_any.bootstrap, topic, [0, 1])
+    reader = (spark.read.format("kafka").option("kafka.bootstrap.servers", broker_any.bootstrap)
+              .option("subscribe", topic).option("kafka.isolation.level", "read_committed"))
+    got = [tuple(r) for r in reader.load().selectExpr("partition", "offset", "value").collect()]
+    assert sorted((p, o, bytes(v)) for p, o, v in got) == sorted((p, o, v) for p, o, v, commit in written if commit)
+    # read_uncommitted, Spark's default, reads the aborted records too: the option is what hides them.
+    everything = read(spark, broker_any.bootstrap, subscribe=topic)
+    assert len(everything) == len(written)
+
+
 # ---- structured streaming ----
 
 def _stream(spark, bootstrap: str, topic: str, **options):

@@ -51,14 +51,19 @@ KAFKA_DEFAULTS = {
     "min.insync.replicas": "1",
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
+    # TransactionLogConfig and TransactionStateManagerConfig (kafka-transaction-coordinator 4.3.1).
+    "transaction.state.log.num.partitions": "50",
+    "transaction.state.log.min.isr": "2",
+    "transaction.max.timeout.ms": "900000",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
+    "transactional.id.expiration.ms": "604800000",
     "broker.session.timeout.ms": "9000",
     "auto.leader.rebalance.enable": "true",
     "leader.imbalance.check.interval.seconds": "300",
     "leader.imbalance.per.broker.percentage": "10",
 }
 # Where kcoord runs with something else, and must say why.
-KCOORD_DIFFERS = {"listeners", "sasl.enabled.mechanisms", "node.id", "broker.id",
-                  "transaction.state.log.replication.factor"}
+KCOORD_DIFFERS = {"listeners", "sasl.enabled.mechanisms", "node.id", "broker.id"}
 
 
 def serve_config(*argv) -> ServerConfig:
