@@ -188,3 +188,34 @@ def test_confluent_kafka_send_offsets_to_transaction_as_a_group_member(kcoord_se
         consumer.close()
     group_state = kcoord_server.app.coordinator.runtime.committed(group)
     assert {k: v.offset for k, v in group_state.items()} == {(topic, 0): 3, (topic, 1): 4}
+
+
+def test_pending_and_committed_transactional_offsets_come_back_from_the_data_dir(tmp_path):
+    """A restart replays __consumer_offsets from the data dir: the committed transaction's
+    offsets are committed, the open one's still pending (require_stable: UNSTABLE_OFFSET_COMMIT)
+    until its EndTxn, answered by the transaction coordinator that came back too."""
+    from kcoord.testing.plugin import KcoordHandle, start_server
+
+    group, done_id, open_id = f"g-{uuid.uuid4().hex[:8]}", f"tx-{uuid.uuid4().hex[:8]}", f"tx-{uuid.uuid4().hex[:8]}"
+    thread = start_server(data_dir=str(tmp_path))
+    try:
+        server = KcoordHandle(thread)
+        topic = _topic(server)
+        with Connection.to(server.bootstrap) as conn:
+            pid, epoch = _init(conn, done_id, conn.version(INIT_PRODUCER_ID, 6))
+            assert _commit(conn, 5, done_id, group, pid, epoch, topic, [(0, 10)]) == [(0, 0)]
+            _end(conn, 5, done_id, pid, epoch, commit=True)
+            _settled(conn, group, topic, [(0, 10, 0), (1, -1, 0)])
+            open_pid, open_epoch = _init(conn, open_id, conn.version(INIT_PRODUCER_ID, 6))
+            assert _commit(conn, 5, open_id, group, open_pid, open_epoch, topic, [(1, 20)]) == [(1, 0)]
+    finally:
+        thread.stop()
+    thread = start_server(data_dir=str(tmp_path))
+    try:
+        server = KcoordHandle(thread)
+        with Connection.to(server.bootstrap) as conn:
+            assert _fetch(conn, group, topic, stable=True) == [(0, 10, 0), (1, -1, UNSTABLE)]
+            _end(conn, 5, open_id, open_pid, open_epoch, commit=True)
+            _settled(conn, group, topic, [(0, 10, 0), (1, 20, 0)])
+    finally:
+        thread.stop()
