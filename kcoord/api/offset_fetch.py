@@ -12,7 +12,7 @@ def _fetched(partition, offset=-1, leader_epoch=-1, metadata="", error=ErrorCode
             "metadata": metadata, "error_code": error}
 
 
-def _fetch_group(ctx, group_id, topics, member_id=None, member_epoch=-1):
+def _fetch_group(ctx, group_id, topics, member_id=None, member_epoch=-1, require_stable=False):
     wanted = None
     unknown_ids = []
     may_describe = topic_gate(ctx)
@@ -31,7 +31,8 @@ def _fetch_group(ctx, group_id, topics, member_id=None, member_epoch=-1):
                     _fetched(p, error=ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes]})
             else:
                 wanted += [(name, p) for p in t.partition_indexes]
-    error, fetched = ctx.broker.coordinator.for_group(group_id).fetch_offsets(group_id, wanted, member_id, member_epoch)
+    error, fetched = ctx.broker.coordinator.for_group(group_id).fetch_offsets(group_id, wanted, member_id, member_epoch,
+                                                                              require_stable)
     by_topic: dict[str, list] = {}
     for f in fetched:
         if not may_describe(f.topic):
@@ -46,12 +47,13 @@ def _fetch_group(ctx, group_id, topics, member_id=None, member_epoch=-1):
 
 async def offset_fetch(ctx, req):
     if ctx.api_version < BATCHED_SINCE:
-        error, topics = _fetch_group(ctx, req.group_id, req.topics)
+        error, topics = _fetch_group(ctx, req.group_id, req.topics, require_stable=req.get("require_stable", False))
         return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
     groups = []
     for g in req.groups:
         # v9+: a consumer group's member names itself and its epoch (KIP-848).
-        error, topics = _fetch_group(ctx, g.group_id, g.topics, g.get("member_id"), g.get("member_epoch", -1))
+        error, topics = _fetch_group(ctx, g.group_id, g.topics, g.get("member_id"), g.get("member_epoch", -1),
+                                     req.require_stable)
         groups.append({"group_id": g.group_id, "topics": topics, "error_code": error})
     return {"throttle_time_ms": 0, "groups": groups}
 
@@ -72,6 +74,8 @@ DESCRIPTOR = ApiDescriptor(
     ApiKey.OFFSET_FETCH, 1, 10, offset_fetch,
     "all of a group's offsets, or chosen partitions'",
     version_notes={2: "a top-level error code (until v7)", BATCHED_SINCE: "several groups per request (KIP-709)",
+                   7: "require_stable: a partition with a transaction's offset pending answers "
+                      "UNSTABLE_OFFSET_COMMIT",
                    9: "member id and epoch of a consumer group's member checked (STALE_MEMBER_EPOCH)",
                    TOPIC_IDS_SINCE: "topics by id; an unknown id gets UNKNOWN_TOPIC_ID"},
     groups=_groups, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.DESCRIBE),

@@ -1,5 +1,6 @@
 """The group coordinator: pure logic (`coordinator` in front of `membership`, `consumer_protocol`,
-`offset_manager` and `group_admin`, sharing a `context`), one per __consumer_offsets partition
+`offset_manager` and `group_admin`, sharing a `context`, with transactions' pending offsets in
+`txn_offsets`), one per __consumer_offsets partition
 on the broker leading it (`runtime`), time (`clock`), the state table (`state`), requests and
 results, the records it writes (`records`), events (`events`), and its asyncio face (`service`)."""
 from kcoord.coordinator.clock import AsyncioTimer, ManualTimer, Timer

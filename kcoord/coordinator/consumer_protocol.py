@@ -34,7 +34,7 @@ from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
 from kcoord.coordinator.javaorder import RecordPartitions, record_list
 from kcoord.coordinator.reconciliation import FencedInUnknownState, owned_from_request, reconcile
-from kcoord.coordinator.records import ConsumerGroupRecord, offset_tombstone
+from kcoord.coordinator.records import ConsumerGroupRecord
 from kcoord.coordinator.requests import ConsumerHeartbeatRequest
 from kcoord.coordinator.results import ConsumerGroupDescription, ConsumerHeartbeatResult
 from kcoord.coordinator.state import GroupState
@@ -680,8 +680,9 @@ class ConsumerProtocol:
 
     # ========================================================== other requests
     def validate_commit(self, group: ConsumerGroup, member_id: str, epoch: int,
-                        partitions: list[tuple[str, int]], version: int) -> tuple[ErrorCode, dict]:
-        """OffsetCommit by a consumer group's member: (group error, {(topic, partition): error})."""
+                        partitions: list[tuple[str, int]], version: int | None) -> tuple[ErrorCode, dict]:
+        """OffsetCommit by a consumer group's member: (group error, {(topic, partition): error}).
+        `version` None: a transactional commit, which any TxnOffsetCommit version may make."""
         if epoch < 0 and group.is_empty():
             # The admin client, or a consumer outside group management: an empty group takes it.
             return ErrorCode.NONE, {}
@@ -691,7 +692,7 @@ class ConsumerProtocol:
         # A classic member (online migration) commits with any version, its member epoch as
         # generation; a wrong one is an ILLEGAL_GENERATION rather than a STALE_MEMBER_EPOCH.
         stale = ErrorCode.ILLEGAL_GENERATION if member.uses_classic else ErrorCode.STALE_MEMBER_EPOCH
-        if version < 9 and not member.uses_classic:
+        if version is not None and version < 9 and not member.uses_classic:
             return ErrorCode.UNSUPPORTED_VERSION, {}
         if epoch == member.member_epoch:
             return ErrorCode.NONE, {}
@@ -722,8 +723,7 @@ class ConsumerProtocol:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if not group.is_empty():
             return ErrorCode.NON_EMPTY_GROUP
-        for topic, partition in self.ctx.offsets.all(group_id):
-            self.ctx.write(offset_tombstone(group_id, topic, partition))
+        self.ctx.write_offset_tombstones(group_id)
         group.dead = True
         self.groups.pop(group_id, None)
         self.ctx.write(ConsumerGroupRecord(group_id, None))

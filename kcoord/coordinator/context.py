@@ -26,9 +26,10 @@ from kcoord.coordinator.config import CoordinatorConfig
 from kcoord.coordinator.events import EventBus, EventKind, GroupEvent, RebalanceCause
 from kcoord.coordinator.group import Group, Member
 from kcoord.coordinator.offsets import OffsetStore
-from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record, RecordSink
+from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record, RecordSink, TxnOffsetCommitRecord
 from kcoord.coordinator.results import failed
 from kcoord.coordinator.state import GroupState
+from kcoord.coordinator.txn_offsets import PendingOffsets
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.coordinator")
@@ -62,6 +63,8 @@ class CoordinatorContext:
         # Consumer groups (KIP-848, consumer_protocol.py). A group id names one group of either kind.
         self.consumer_groups: dict = {}
         self.offsets = OffsetStore()
+        # Offsets of transactions not yet ended (TxnOffsetCommit), per producer.
+        self.pending = PendingOffsets()
         # Groups this node pretends not to coordinate right now (None: every group), and the
         # error that says so: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR or
         # COORDINATOR_LOAD_IN_PROGRESS, as a broker would answer during failover or loading.
@@ -130,8 +133,14 @@ class CoordinatorContext:
         if isinstance(record, OffsetCommitRecord):
             if record.value is None:
                 self.offsets.delete(record.group_id, record.topic, record.partition)
+                if self.pending.open:
+                    self.pending.deleted(record.group_id, record.topic, record.partition)
             else:
                 self.offsets.commit(record.group_id, record.topic, record.partition, record.value)
+                if self.pending.open:
+                    self.pending.committed(record.group_id, record.topic, record.partition)
+        elif isinstance(record, TxnOffsetCommitRecord):
+            self.pending.add(record.producer_id, record.group_id, record.topic, record.partition, record.value)
         elif isinstance(record, GroupMetadataRecord) and record.value is None:
             self.offsets.delete_group(record.group_id)
 
@@ -153,6 +162,15 @@ class CoordinatorContext:
                 changed[record.group_id] = None
         else:
             self.operation(lambda: self.write_all(records))
+
+    def write_offset_tombstones(self, group_id: str) -> None:
+        """A tombstone for each of the group's offsets, committed or pending in a transaction (a
+        group being deleted), as Kafka's deleteAllOffsets writes them."""
+        for topic, partition in self.offsets.all(group_id):
+            self.write(OffsetCommitRecord(group_id, topic, partition, None))
+        for topic, partition in self.pending.partitions(group_id):
+            if self.offsets.get(group_id, topic, partition) is None:
+                self.write(OffsetCommitRecord(group_id, topic, partition, None))
 
     def answer(self, respond: Callable[[Any], None], result: Any) -> None:
         """Answer a parked request once the operation's records are written."""

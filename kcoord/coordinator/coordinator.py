@@ -27,10 +27,13 @@ from kcoord.coordinator.migration import Migration
 from kcoord.coordinator.offset_manager import OffsetManager
 from kcoord.coordinator.offsets import CommittedOffset, OffsetStore
 from kcoord.coordinator.records import RecordSink
-from kcoord.coordinator.requests import ConsumerHeartbeatRequest, HeartbeatRequest, JoinRequest, LeaveMember, OffsetCommitRequest, SyncRequest
+from kcoord.coordinator.requests import (
+    ConsumerHeartbeatRequest, HeartbeatRequest, JoinRequest, LeaveMember, OffsetCommitRequest, SyncRequest, TxnOffsetCommitRequest,
+)
 from kcoord.coordinator.results import (
     ConsumerGroupDescription, ConsumerHeartbeatResult, FetchedOffset, GroupDescription, JoinResult, LeaveResult, OffsetCommitResult, OffsetDeleteResult, SyncResult,
 )
+from kcoord.coordinator.txn_offsets import LoadedPending, PendingOffsets
 from wire.errors import ErrorCode
 
 
@@ -114,8 +117,17 @@ class GroupCoordinator:
         return self.ctx.operation(lambda: self.offset_manager.commit_offsets(req))
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
-                      member_id: str | None = None, member_epoch: int = -1) -> tuple[ErrorCode, list[FetchedOffset]]:
-        return self.offset_manager.fetch_offsets(group_id, partitions, member_id, member_epoch)
+                      member_id: str | None = None, member_epoch: int = -1,
+                      require_stable: bool = False) -> tuple[ErrorCode, list[FetchedOffset]]:
+        return self.offset_manager.fetch_offsets(group_id, partitions, member_id, member_epoch, require_stable)
+
+    def txn_offset_commit(self, req: TxnOffsetCommitRequest) -> OffsetCommitResult:
+        return self.ctx.operation(lambda: self.offset_manager.commit_transactional_offsets(req))
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> int:
+        """The marker ending `producer_id`'s transaction is in this partition's log: its pending
+        offsets are applied or dropped; how many were applied."""
+        return self.ctx.operation(lambda: self.offset_manager.complete_transaction(producer_id, commit))
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
                        subscribed_topics: Callable[[Group], set[str]] | None = None) -> OffsetDeleteResult:
@@ -149,16 +161,22 @@ class GroupCoordinator:
 
     # ------------------------------------------------- loading and unloading
     def load(self, classic: Iterable[dict], consumer: Iterable[dict],
-             offsets: Iterable[tuple[str, str, int, CommittedOffset]], **details) -> None:
+             offsets: Iterable[tuple[str, str, int, CommittedOffset]], pending: LoadedPending | None = None,
+             **details) -> None:
         """Rebuild the groups and offsets a __consumer_offsets partition holds, as Kafka's loader
         replays it: each member gets a fresh session (onLoaded), so members that keep heartbeating
-        through a coordinator move carry on without a rebalance."""
+        through a coordinator move carry on without a rebalance. `pending`: the offsets of
+        transactions the log holds no marker for yet (the transaction coordinator ends them)."""
         for record in classic:
             self.load_group(record)
         for value in consumer:
             self.load_consumer_group(value)
         for group_id, topic, partition, value in offsets:
             self.load_offset(group_id, topic, partition, value)
+        if pending is not None:
+            self.ctx.pending.restore(pending)
+            for _, group_id, _, _, _, value in pending.offsets:
+                self.offset_manager.ensure_group(group_id, value.commit_ms)
         for group in [*self.ctx.groups.values(), *self.ctx.consumer_groups.values()]:
             self.ctx.emit(EventKind.LOADED, group, **details)
 
@@ -183,6 +201,7 @@ class GroupCoordinator:
         ctx.groups.clear()
         ctx.consumer_groups.clear()
         ctx.offsets = OffsetStore()
+        ctx.pending = PendingOffsets()
         # Whoever still holds this coordinator (a request that started before the move) is told
         # to look for the new one, and nothing it does is written.
         ctx.unavailable = {None: ErrorCode.NOT_COORDINATOR}

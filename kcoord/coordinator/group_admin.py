@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from kcoord.coordinator.context import CoordinatorContext
-from kcoord.coordinator.records import offset_tombstone
 from kcoord.coordinator.results import GroupDescription
 from kcoord.coordinator.state import GroupState
 from wire.errors import ErrorCode
@@ -56,7 +55,6 @@ class GroupAdmin:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if not group.is_in(S.EMPTY):
             return ErrorCode.NON_EMPTY_GROUP
-        for topic, partition in self.ctx.offsets.all(group_id):
-            self.ctx.write(offset_tombstone(group_id, topic, partition))
+        self.ctx.write_offset_tombstones(group_id)
         self.ctx.make_dead(group)
         return ErrorCode.NONE

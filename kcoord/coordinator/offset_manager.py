@@ -1,4 +1,5 @@
-"""Committed offsets: OffsetCommit's validation, OffsetFetch, OffsetDelete and retention.
+"""Committed offsets: OffsetCommit's and TxnOffsetCommit's validation, the end of a transaction
+that committed offsets, OffsetFetch, OffsetDelete and retention.
 
 Offsets change in memory only when their records are replayed, after they were written
 (see context.py): a commit whose record could not be written leaves no trace.
@@ -12,14 +13,19 @@ from kcoord.coordinator.events import EventKind as K
 from kcoord.coordinator.group import Group
 from kcoord.coordinator.membership import ClassicMembership
 from kcoord.coordinator.offsets import CommittedOffset
-from kcoord.coordinator.records import OffsetCommitRecord, offset_tombstone
-from kcoord.coordinator.requests import OffsetCommitRequest
+from kcoord.coordinator.records import OffsetCommitRecord, TxnOffsetCommitRecord, offset_tombstone
+from kcoord.coordinator.requests import OffsetCommitRequest, TxnOffsetCommitRequest
 from kcoord.coordinator.results import FetchedOffset, OffsetCommitResult, OffsetDeleteResult
 from kcoord.coordinator.state import GroupState
 from wire.errors import ErrorCode
 
 S = GroupState
 _RETENTION_KEY = "offsets-retention"
+
+
+def _unstable(topic: str, partition: int) -> FetchedOffset:
+    """A partition a transaction has an offset pending for, asked for with require_stable."""
+    return FetchedOffset(topic, partition, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
 
 
 class OffsetManager:
@@ -45,10 +51,7 @@ class OffsetManager:
         group = ctx.groups.get(req.group_id)
         if group is None:
             if req.generation_id < 0:  # admin client or a consumer without group management
-                group = Group(req.group_id, created_ms=ctx.now())
-                group.emptied_at_ms = None  # a simple group: offsets age from their commit time
-                ctx.groups[req.group_id] = group
-                return group, ErrorCode.NONE
+                return self._simple_group(req.group_id), ErrorCode.NONE
             return None, ErrorCode.GROUP_ID_NOT_FOUND if req.version >= 9 else ErrorCode.ILLEGAL_GENERATION
         if group.is_in(S.DEAD):
             return group, ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -84,10 +87,98 @@ class OffsetManager:
             self.membership.schedule_heartbeat(group, member)  # a commit is a heartbeat
         return self._write_commits(req, group, member, {})
 
-    def _write_commits(self, req: OffsetCommitRequest, group, member, refused: dict) -> OffsetCommitResult:
+    # ========================================================= TxnOffsetCommit
+    def commit_transactional_offsets(self, req: TxnOffsetCommitRequest) -> OffsetCommitResult:
+        """Offsets committed inside a transaction: validated as Kafka's
+        validateTransactionalOffsetCommit does, written in the producer's transactional batch and
+        pending until the transaction ends (complete_transaction)."""
+        ctx = self.ctx
+        error = ErrorCode.INVALID_GROUP_ID if not req.group_id else ctx.availability(req.group_id)
+        if not error:
+            consumer_group = ctx.consumer_groups.get(req.group_id)
+            if consumer_group is not None:
+                error = self._validate_txn_commit_to_consumer_group(consumer_group, req)
+                group = consumer_group
+            else:
+                group, error = self._validate_txn_commit(req)
+        if error:
+            return OffsetCommitResult(error, [(p.topic, p.partition, error) for p in req.partitions])
+        return self._write_commits(req, group, None, {}, (req.producer_id, req.producer_epoch))
+
+    def _validate_txn_commit(self, req: TxnOffsetCommitRequest) -> tuple[Group | None, ErrorCode]:
+        """A classic group's check of a transactional commit (ClassicGroup.validateOffsetCommit):
+        a request naming no member (TxnOffsetCommit before v3) is taken whatever the group's
+        state, and the group's state is not enforced."""
+        ctx = self.ctx
+        group = ctx.groups.get(req.group_id)
+        if group is None:
+            if req.generation_id < 0:
+                return self._simple_group(req.group_id), ErrorCode.NONE
+            return None, ErrorCode.ILLEGAL_GENERATION
+        if group.is_in(S.DEAD):
+            return group, ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation_id < 0 and group.is_in(S.EMPTY):
+            return group, ErrorCode.NONE
+        if req.generation_id >= 0 or req.member_id or req.instance_id is not None:
+            error = group.validate_member(req.member_id, req.instance_id)
+            if error:
+                return group, error
+            if req.generation_id != group.generation:
+                return group, ErrorCode.ILLEGAL_GENERATION
+        return group, ErrorCode.NONE
+
+    def _validate_txn_commit_to_consumer_group(self, group, req: TxnOffsetCommitRequest) -> ErrorCode:
+        """A consumer group's check of a transactional commit: a stale member epoch, for the
+        member or for any partition the request may commit, is ILLEGAL_GENERATION for the whole
+        request (Kafka turns its StaleMemberEpochException into that)."""
+        if req.generation_id == -1 and not req.member_id and req.instance_id is None:
+            return ErrorCode.NONE   # TxnOffsetCommit does not require the member fields
+        checked = [(p.topic, p.partition) for p in req.partitions if not self._metadata_too_large(p.metadata)]
+        error, per_partition = self.consumer.validate_commit(group, req.member_id, req.generation_id, checked,
+                                                             version=None)
+        if error in (ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.ILLEGAL_GENERATION) or per_partition:
+            return ErrorCode.ILLEGAL_GENERATION
+        return error
+
+    def _simple_group(self, group_id: str) -> Group:
+        """A group nobody manages, made by a commit naming no generation (the admin client, a
+        consumer assigning itself partitions)."""
+        group = Group(group_id, created_ms=self.ctx.now())
+        group.emptied_at_ms = None  # a simple group: offsets age from their commit time
+        self.ctx.groups[group_id] = group
+        self.ctx.changed(group)   # no record tells of it when every partition is refused
+        return group
+
+    def _metadata_too_large(self, metadata: str | None) -> bool:
+        limit = self.ctx.config.offset_metadata_max_bytes
+        # A character is at most 4 UTF-8 bytes: only a long text needs encoding to be measured.
+        return bool(metadata) and len(metadata) * 4 > limit and len(metadata.encode("utf-8")) > limit
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> int:
+        """The marker ending `producer_id`'s transaction was written to this partition: its pending
+        offsets are applied (commit) or dropped (abort), as Kafka's replayEndTransactionMarker
+        does. Returns how many offsets were applied."""
+        ctx = self.ctx
+        applied = ctx.pending.end(producer_id, commit)
+        by_group: dict[str, list[tuple[str, int]]] = {}
+        for group_id, topic, partition, value in applied:
+            ctx.offsets.commit(group_id, topic, partition, value)
+            by_group.setdefault(group_id, []).append((topic, partition))
+        for group_id, committed in by_group.items():
+            group = ctx.groups.get(group_id) or ctx.consumer_groups.get(group_id)
+            if group is not None:
+                ctx.emit(K.OFFSETS_COMMITTED, group, count=len(committed), partitions=committed,
+                         producer_id=producer_id)
+        return len(applied)
+
+    def _write_commits(self, req, group, member, refused: dict, producer: tuple[int, int] | None = None
+                       ) -> OffsetCommitResult:
+        """The partitions' offsets written (`producer`: (id, epoch) of the transaction they are
+        committed in; pending until it ends, and told of by an event only then)."""
         ctx = self.ctx
         now = ctx.now()
-        expire_ms = now + req.retention_ms if req.retention_ms is not None and req.retention_ms >= 0 else None
+        retention_ms = getattr(req, "retention_ms", None)
+        expire_ms = now + retention_ms if retention_ms is not None and retention_ms >= 0 else None
         results = []
         committed = []
         max_metadata = ctx.config.offset_metadata_max_bytes
@@ -103,22 +194,26 @@ class OffsetManager:
             elif exists is not None and not exists(topic, partition):
                 results.append((topic, partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
-                records.append(OffsetCommitRecord(group_id, topic, partition,
-                                                  CommittedOffset(p.offset, p.leader_epoch, metadata or "", now,
-                                                                  expire_ms)))
+                value = CommittedOffset(p.offset, p.leader_epoch, metadata or "", now, expire_ms)
+                records.append(OffsetCommitRecord(group_id, topic, partition, value) if producer is None
+                               else TxnOffsetCommitRecord(group_id, topic, partition, value, *producer))
                 results.append((topic, partition, ErrorCode.NONE))
                 committed.append((topic, partition))
         if records:
             ctx.write_all(records)
-        if committed:
+        if committed and producer is None:
             ctx.emit(K.OFFSETS_COMMITTED, group, member=member, count=len(committed), partitions=committed)
         return OffsetCommitResult(ErrorCode.NONE, results)
 
     # ============================================================= OffsetFetch
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
-                      member_id: str | None = None, member_epoch: int = -1) -> tuple[ErrorCode, list[FetchedOffset]]:
+                      member_id: str | None = None, member_epoch: int = -1,
+                      require_stable: bool = False) -> tuple[ErrorCode, list[FetchedOffset]]:
         """Committed offsets; unknown groups/partitions give offset -1 without error, as Kafka does.
-        A consumer group's member (OffsetFetch v9+) must name its current epoch."""
+        A consumer group's member (OffsetFetch v9+) must name its current epoch. With
+        `require_stable` (v7+), a partition with a transaction's offset pending answers
+        UNSTABLE_OFFSET_COMMIT (asked for all, only the partitions with a committed offset are
+        listed, as in Kafka)."""
         ctx = self.ctx
         if ctx.availability(group_id):
             return ctx.availability(group_id), []
@@ -130,12 +225,17 @@ class OffsetManager:
         group = ctx.groups.get(group_id)
         if group is not None and group.is_in(S.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        unstable = ctx.pending.open.get(group_id) if require_stable else None
         if partitions is None:
             stored = ctx.offsets.all(group_id)
-            return ErrorCode.NONE, [FetchedOffset(t, p, v.offset, v.leader_epoch, v.metadata)
+            return ErrorCode.NONE, [_unstable(t, p) if unstable and (t, p) in unstable
+                                    else FetchedOffset(t, p, v.offset, v.leader_epoch, v.metadata)
                                     for (t, p), v in sorted(stored.items())]
         out = []
         for topic, partition in partitions:
+            if unstable and (topic, partition) in unstable:
+                out.append(_unstable(topic, partition))
+                continue
             v = ctx.offsets.get(group_id, topic, partition)
             out.append(FetchedOffset(topic, partition, -1, -1, "") if v is None
                        else FetchedOffset(topic, partition, v.offset, v.leader_epoch, v.metadata))
@@ -167,7 +267,9 @@ class OffsetManager:
             if topic in subscribed:
                 results.append((topic, partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC))
                 continue
-            if ctx.offsets.get(group_id, topic, partition) is not None and (topic, partition) not in deleted:
+            # As Kafka: a partition with only a transaction's offset pending gets its tombstone too.
+            if ((ctx.offsets.get(group_id, topic, partition) is not None or ctx.pending.has(group_id, topic, partition))
+                    and (topic, partition) not in deleted):
                 ctx.write(offset_tombstone(group_id, topic, partition))
                 deleted.append((topic, partition))
             results.append((topic, partition, ErrorCode.NONE))
@@ -188,12 +290,16 @@ class OffsetManager:
         candidates.update(dict.fromkeys(g.group_id for g in ctx.groups.values() if g.is_in(S.EMPTY)))
         for group_id in candidates:
             consumer_group = ctx.consumer_groups.get(group_id)
+            # As Kafka: an offset a transaction has one pending for does not expire yet, and a
+            # group with such offsets stays.
+            pending = ctx.pending.open.get(group_id)
             if consumer_group is not None:
                 if consumer_group.is_empty():
                     # Offsets of an empty consumer group age from when it emptied; the group stays.
                     for topic, partition in ctx.offsets.expired(group_id, now, ctx.config.offsets_retention_ms,
                                                                 consumer_group.emptied_at_ms):
-                        ctx.write(offset_tombstone(group_id, topic, partition))
+                        if not pending or (topic, partition) not in pending:
+                            ctx.write(offset_tombstone(group_id, topic, partition))
                 continue
             group = ctx.groups.get(group_id)
             if group is not None and not group.is_in(S.EMPTY):
@@ -201,11 +307,13 @@ class OffsetManager:
             base = None if group is None or group.protocol_type is None else group.emptied_at_ms
             stored = ctx.offsets.all(group_id)
             expired = ctx.offsets.expired(group_id, now, ctx.config.offsets_retention_ms, base)
+            if pending:
+                expired = [key for key in expired if key not in pending]
             for topic, partition in expired:
                 ctx.write(offset_tombstone(group_id, topic, partition))
             if expired and group is not None:
                 ctx.emit(K.OFFSETS_EXPIRED, group, count=len(expired), partitions=expired)
-            if group is not None and len(expired) == len(stored):
+            if group is not None and len(expired) == len(stored) and not pending:
                 ctx.make_dead(group)
         self.schedule_retention()
 
@@ -213,6 +321,11 @@ class OffsetManager:
         """Restore one committed offset; a simple group (offsets but no metadata) comes back Empty."""
         ctx = self.ctx
         ctx.offsets.commit(group_id, topic, partition, value)
+        self.ensure_group(group_id, value.commit_ms)
+
+    def ensure_group(self, group_id: str, since_ms: int) -> None:
+        """A group offsets were loaded for without its metadata: a simple group, whose offsets
+        age from their commit time (Kafka makes one for a transactional offset too)."""
+        ctx = self.ctx
         if group_id not in ctx.groups and group_id not in ctx.consumer_groups:
-            # No metadata record: a simple group, whose offsets age from their commit time.
-            ctx.groups[group_id] = Group(group_id, value.commit_ms)
+            ctx.groups[group_id] = Group(group_id, since_ms)

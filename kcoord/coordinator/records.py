@@ -35,6 +35,18 @@ class OffsetCommitRecord:
     value: CommittedOffset | None
 
 
+@dataclass(slots=True)
+class TxnOffsetCommitRecord:
+    """One offset committed inside a producer's transaction (TxnOffsetCommit): written in the
+    producer's transactional batch, pending until the transaction's marker commits or aborts it."""
+    group_id: str
+    topic: str
+    partition: int
+    value: CommittedOffset
+    producer_id: int
+    producer_epoch: int
+
+
 @dataclass(frozen=True)
 class ConsumerGroupRecord:
     """A consumer group (KIP-848) as a whole: epochs, members with their subscriptions and
@@ -49,7 +61,7 @@ class ConsumerGroupRecord:
     replaces_classic: bool = False
 
 
-Record = Union[GroupMetadataRecord, OffsetCommitRecord, ConsumerGroupRecord]
+Record = Union[GroupMetadataRecord, OffsetCommitRecord, TxnOffsetCommitRecord, ConsumerGroupRecord]
 
 
 class RecordSink(Protocol):

@@ -67,6 +67,19 @@ class OffsetCommitRequest:
 
 
 @dataclass(slots=True)
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit: offsets committed inside producer `producer_id`'s transaction. Before
+    v3 a request names no member: generation -1, member id "", no instance id."""
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    partitions: list[OffsetCommitPartition]
+    member_id: str = ""
+    generation_id: int = -1
+    instance_id: str | None = None
+
+
+@dataclass(slots=True)
 class ConsumerHeartbeatRequest:
     """ConsumerGroupHeartbeat (KIP-848). None marks a field the member left out (a partial
     heartbeat keeps what the coordinator knows)."""

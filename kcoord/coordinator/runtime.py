@@ -34,6 +34,7 @@ from kcoord.coordinator.group import Group
 from kcoord.coordinator.offsets import CommittedOffset
 from kcoord.coordinator.records import RecordSink
 from kcoord.coordinator.results import ConsumerGroupDescription, GroupDescription
+from kcoord.coordinator.txn_offsets import LoadedPending
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.coordinator")
@@ -47,8 +48,15 @@ class PartitionLog(Protocol):
     def ensure(self):
         """The topic, created with Kafka's settings if it does not exist yet."""
 
-    def load(self, index: int) -> tuple[list[dict], list[dict], list[tuple[str, str, int, CommittedOffset]]]:
-        """The classic groups, consumer groups and committed offsets partition `index` holds."""
+    def load(self, index: int) -> tuple[list[dict], list[dict], list[tuple[str, str, int, CommittedOffset]],
+                                        LoadedPending]:
+        """The classic groups, consumer groups, committed offsets and offsets of transactions not
+        yet ended that partition `index` holds."""
+
+    def write_marker(self, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                     commit: bool, timestamp_ms: int) -> int:
+        """Append the marker ending the producer's transaction to partition `index` (durable
+        before it returns); its offset."""
 
 
 class ShardState(enum.Enum):
@@ -188,8 +196,9 @@ class CoordinatorRuntime:
         if self.shards.get(shard.partition) is not shard or shard.state is not ShardState.LOADING:
             return  # unloaded (or taken again) meanwhile
         coordinator = self._coordinator(shard.partition)
-        classic, consumer, offsets = self.log.load(shard.partition) if self.log is not None else ((), (), ())
-        coordinator.load(classic, consumer, offsets, partition=shard.partition, node=shard.node,
+        classic, consumer, offsets, pending = (self.log.load(shard.partition) if self.log is not None
+                                               else ((), (), (), None))
+        coordinator.load(classic, consumer, offsets, pending, partition=shard.partition, node=shard.node,
                          leader_epoch=shard.epoch)
         shard.coordinator = coordinator
         shard.state = ShardState.ACTIVE
@@ -222,6 +231,22 @@ class CoordinatorRuntime:
     def _changed(self, group_id: str) -> None:
         if self.on_change is not None:
             self.on_change(group_id)
+
+    # ------------------------------------------------------------ transactions
+    def complete_transaction(self, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                             commit: bool, timestamp_ms: int) -> int:
+        """The transaction coordinator ends `producer_id`'s transaction in __consumer_offsets-`index`:
+        the marker is written (durable first; a marker older than the producer's epoch raises the
+        log's AppendError), then the partition's coordinator, wherever it is loaded, applies
+        (commit) or drops (abort) the producer's pending offsets. A partition nobody has loaded
+        (or one still loading) replays the marker when it loads. Returns the marker's offset."""
+        offset = -1
+        if self.log is not None:
+            offset = self.log.write_marker(index, producer_id, producer_epoch, coordinator_epoch, commit, timestamp_ms)
+        shard = self.shards.get(index)
+        if shard is not None and shard.state is ShardState.ACTIVE:
+            shard.coordinator.complete_transaction(producer_id, commit)
+        return offset
 
     # ----------------------------------------------------- every partition's view
     def active(self) -> list[GroupCoordinator]:

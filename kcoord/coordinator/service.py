@@ -52,6 +52,10 @@ class BrokerCoordinator:
     def find(self, group_id: str) -> tuple[ErrorCode, int]:
         return self.runtime.find(group_id)
 
+    def partition_for(self, group_id: str) -> int:
+        """The __consumer_offsets partition `group_id` belongs to."""
+        return self.runtime.partition_for(group_id)
+
     def list_groups(self, states=None, types=None) -> tuple[ErrorCode, list]:
         return self.runtime.list_groups(self.node_id, states, types)
 

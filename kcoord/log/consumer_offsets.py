@@ -64,7 +64,7 @@ from typing import Callable, Iterable
 
 from kcoord.coordinator.config import offsets_partition_for
 from kcoord.coordinator.offsets import CommittedOffset
-from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record
+from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record, TxnOffsetCommitRecord
 from wire import records as R
 
 TOPIC = "__consumer_offsets"
@@ -319,8 +319,11 @@ def decode(key: bytes, value: bytes | None) -> dict:
 
 
 def decode_records(blob: bytes) -> Iterable[tuple[int, dict]]:
-    """(offset, decoded record) for every record in a fetched records blob."""
+    """(offset, decoded record) for every record in a fetched records blob (transaction markers,
+    which are not group records, left out)."""
     for batch in R.iter_batches(blob):
+        if batch.is_control:
+            continue
         for record in R.decode_records(batch):
             yield record.offset, decode(record.key, record.value)
 
@@ -442,7 +445,7 @@ def consumer_group_records(value: dict | None, group_id: str, previous: dict | N
 
 def kafka_record(record: Record, topic_id: uuid.UUID | None = None) -> tuple[str, bytes, bytes | None]:
     """(group id, key, value) of one coordinator record; `topic_id`: the committed topic's."""
-    if isinstance(record, OffsetCommitRecord):
+    if isinstance(record, (OffsetCommitRecord, TxnOffsetCommitRecord)):
         key = offset_commit_key(record.group_id, record.topic, record.partition)
         if record.value is None:
             return record.group_id, key, None
@@ -457,7 +460,13 @@ class OffsetsTopic:
     """The coordinator's record sink: each operation's records as one batch per
     `__consumer_offsets` partition, written (to durable state, when there is
     a data dir) before any partition holds them. The topic is created the first time a group
-    needs it, as Kafka creates it on the first FindCoordinator."""
+    needs it, as Kafka creates it on the first FindCoordinator.
+
+    Offsets committed in a transaction (TxnOffsetCommitRecord) go in a transactional batch of
+    their own carrying the producer's id and epoch (whose epoch the transaction coordinator has
+    verified); `write_marker` ends the transaction. Compaction never runs while a partition has
+    a transaction open (Kafka's cleaner stops at the last stable offset) and keeps what Kafka's
+    keeps: committed transactions' records as any other, no aborted ones, no markers."""
 
     def __init__(self, topics, partitions: int, now_ms: Callable[[], int] | None = None):
         self.topics = topics          # kcoord.log.topics.TopicStore
@@ -470,7 +479,8 @@ class OffsetsTopic:
         self._compacted: dict[int, int] = {}  # partition -> its bytes after its last compaction
         self._sizes: dict[int, int] = {}      # partition -> its bytes (at least) since then
         # partition -> [the log end it accounts for, key -> (key, value, timestamp, offset) of the
-        # latest record of each key, in log order]: what compacting it would keep.
+        # latest record of each key, in log order, producer id -> the same of its transaction not
+        # ended yet]: what compacting it would keep.
         self._live: dict[int, list] = {}
         # Each consumer group's last snapshot written, for the tombstones of members gone since.
         self._consumer_groups: dict[str, dict] = {}
@@ -506,6 +516,8 @@ class OffsetsTopic:
         # String.hashCode of its id) and each topic's id are looked up once per append.
         partition_of: dict[str, int] = {}
         id_tags: dict[str, bytes] = {}   # topic -> its id as the value's tagged field
+        # (partition, producer id, epoch) -> the (key, value) of a transaction's offsets
+        transactional: dict[tuple[int, int, int], list[tuple[bytes, bytes | None]]] = {}
         for record in records:
             if type(record) is OffsetCommitRecord:   # the commonest by far: encoded here directly
                 group_id, name = record.group_id, record.topic
@@ -525,6 +537,12 @@ class OffsetsTopic:
                 entries.extend(consumer_group_records(record.value, record.group_id, previous))
                 written[record.group_id] = record.value
                 continue
+            elif type(record) is TxnOffsetCommitRecord:
+                committed = self.topics.get(record.topic)
+                group_id, key, value = kafka_record(record, None if committed is None else committed.topic_id)
+                index = self.partition_for(group_id, topic)
+                transactional.setdefault((index, record.producer_id, record.producer_epoch), []).append((key, value))
+                continue
             else:
                 group_id, key, value = kafka_record(record)
             index = partition_of.get(group_id)
@@ -534,43 +552,84 @@ class OffsetsTopic:
             if entries is None:
                 entries = grouped[index] = []
             entries.append((key, value))
+        # (partition, batch, its (key, value)s, producer id or -1, epoch); a partition's batches at
+        # consecutive offsets from its log end.
         batches = []
+        ends: dict[int, int] = {}
         for index, entries in grouped.items():
             partition = topic.partitions[index]
-            batches.append((index, R.build_plain_batch(entries, partition.high_watermark, now, partition.leader_epoch)))
+            base = ends[index] = partition.high_watermark
+            batches.append((index, R.build_plain_batch(entries, base, now, partition.leader_epoch), entries, -1, -1))
+            ends[index] = base + len(entries)
+        for (index, producer_id, epoch), entries in transactional.items():
+            partition = topic.partitions[index]
+            base = ends.get(index, partition.high_watermark)
+            # Base sequence 0, as Kafka's coordinator builds its transactional batches.
+            batches.append((index, R.build_batch([(k, v, now) for k, v in entries], base, producer_id=producer_id,
+                                                 producer_epoch=epoch, base_sequence=0,
+                                                 partition_leader_epoch=partition.leader_epoch, transactional=True),
+                            entries, producer_id, epoch))
+            ends[index] = base + len(entries)
         if self.durable is not None:
-            self.durable.append_batches([(TOPIC, index, data) for index, data in batches])
+            self.durable.append_batches([(TOPIC, index, data) for index, data, *_ in batches])
         for group_id, value in written.items():
             if value is None:
                 self._consumer_groups.pop(group_id, None)
             else:
                 self._consumer_groups[group_id] = value
-        for index, data in batches:
+        for index, data, entries, producer_id, epoch in batches:
             partition = topic.partitions[index]
             base = partition.high_watermark
-            partition.put_built(data, len(grouped[index]), now)
+            if producer_id < 0:
+                partition.put_built(data, len(entries), now)
+            else:
+                partition.put_built(data, len(entries), now, producer_id=producer_id, producer_epoch=epoch,
+                                    transactional=True)
             live = self._live.get(index)
             if live is None and base == 0:
                 # A partition that was empty has no history to read back: tracked from its first
                 # record on, its first compaction need not decode everything it holds by then.
-                live = self._live[index] = [0, {}]
+                live = self._live[index] = [0, {}, {}]
             if live is not None and live[0] == base:
-                latest = live[1]
-                for i, (key, value) in enumerate(grouped[index], base):
+                # A transaction's records wait for its marker to be kept or dropped.
+                latest = live[1] if producer_id < 0 else live[2].setdefault(producer_id, {})
+                for i, (key, value) in enumerate(entries, base):
                     latest.pop(key, None)
                     latest[key] = (key, value, now, i)   # re-inserted: log order
                 live[0] = partition.high_watermark
             else:
                 self._live.pop(index, None)
-            # Counted here rather than summed over the partition's batches on every append; an
-            # overcount (records deleted meanwhile) only brings the next compaction forward.
-            size = self._sizes.get(index)
-            size = self._sizes[index] = partition.size_bytes() if size is None else size + len(data)
-            if size >= max(COMPACT_MIN_BYTES, 2 * self._compacted.get(index, 0)):
-                self.compact_partition(partition)
-                self._compacted[index] = self._sizes[index] = partition.size_bytes()
+            self._grown(partition, len(data))
         if batches:
             self.topics.notify_appended()
+
+    def write_marker(self, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                     commit: bool, timestamp_ms: int) -> int:
+        """End `producer_id`'s transaction in partition `index` with its marker (durable first,
+        through the partition: kcoord.log.partition.Partition.write_marker, whose AppendError
+        it raises); returns the marker's offset."""
+        partition = self.ensure().partitions[index]
+        base = partition.high_watermark
+        offset = partition.write_marker(producer_id, producer_epoch, coordinator_epoch, commit, timestamp_ms)
+        live = self._live.get(index)
+        if live is not None and live[0] == base:
+            _end_transaction(live, producer_id, commit)
+            live[0] = partition.high_watermark
+        else:
+            self._live.pop(index, None)
+        self._grown(partition, len(partition.batches[-1].data))
+        self.topics.notify_appended()
+        return offset
+
+    def _grown(self, partition, added: int) -> None:
+        """`added` bytes more in `partition`: compacted once it is twice its compacted size."""
+        index = partition.index
+        # Counted here rather than summed over the partition's batches on every append; an
+        # overcount (records deleted meanwhile) only brings the next compaction forward.
+        size = self._sizes.get(index)
+        size = self._sizes[index] = partition.size_bytes() if size is None else size + added
+        if size >= max(COMPACT_MIN_BYTES, 2 * self._compacted.get(index, 0)) and self.compact_partition(partition):
+            self._compacted[index] = self._sizes[index] = partition.size_bytes()
 
     def compact(self) -> None:
         """Compact every partition (durable state calls this before it rewrites its log)."""
@@ -580,32 +639,65 @@ class OffsetsTopic:
             if (live is not None and live[0] == partition.high_watermark
                     and self._sizes.get(partition.index) == self._compacted.get(partition.index)):
                 continue  # nothing appended since it was last compacted
-            self.compact_partition(partition)
-            self._compacted[partition.index] = self._sizes[partition.index] = partition.size_bytes()
+            if self.compact_partition(partition):
+                self._compacted[partition.index] = self._sizes[partition.index] = partition.size_bytes()
 
-    def compact_partition(self, partition) -> None:
+    def compact_partition(self, partition) -> bool:
         """Keep the latest record of each key, tombstones included, at its own offset (a
         batch of one record each), as Kafka's log cleaner keeps the latest; the offsets of
-        the records dropped become gaps, as in a compacted Kafka log.
+        the records dropped become gaps, as in a compacted Kafka log. A committed
+        transaction's records count as any other (one older than the key's latest is dropped,
+        as the coordinator does not apply it); an aborted one's and the markers go. Nothing is
+        compacted while a transaction is open here: False.
 
         The latest record of each key is kept up to date as this topic appends (`_live`), so
         a partition nothing else wrote to since is compacted without decoding what it holds;
         one with a history unknown here (restored at start, or written by anyone else) is
         read back, as before, and tracked from then on."""
+        if partition.open_transactions():
+            return False
         live = self._live.get(partition.index)
-        if live is not None and live[0] == partition.high_watermark:
-            latest = live[1]
-            for key in [k for k, r in latest.items() if r[3] < partition.log_start_offset]:
-                del latest[key]
-        else:
-            latest = {}
-            for stored in partition.batches:
-                for record in R.decode_records(R.parse_batch(stored.data)):
-                    if record.offset >= partition.log_start_offset:
-                        latest.pop(record.key, None)
-                        # re-inserted: the dict stays in log order
-                        latest[record.key] = (record.key, record.value, record.timestamp, record.offset)
+        if live is None or live[0] != partition.high_watermark:
+            live = self._live[partition.index] = _read_back(partition)
+        if live[2]:
+            return False   # a transaction the log holds no marker for: not to be decided here
+        latest = live[1]
+        for key in [k for k, r in latest.items() if r[3] < partition.log_start_offset]:
+            del latest[key]
+        kept = sorted(latest.values(), key=lambda r: r[3])   # a committed transaction's came in late
         partition.replace_batches([R.build_batch([(key, value, timestamp)], offset,
                                                  partition_leader_epoch=partition.leader_epoch)
-                                   for key, value, timestamp, offset in latest.values()])
-        self._live[partition.index] = [partition.high_watermark, latest]
+                                   for key, value, timestamp, offset in kept])
+        return True
+
+
+def _read_back(partition) -> list:
+    """`_live` of a partition worked out from the batches it holds."""
+    live = [partition.high_watermark, {}, {}]
+    for stored in partition.batches:
+        batch = R.parse_batch(stored.data)
+        if batch.is_control:
+            _end_transaction(live, batch.producer_id, R.parse_marker(batch)[0])
+            continue
+        latest = live[2].setdefault(batch.producer_id, {}) if batch.is_transactional else live[1]
+        for record in R.decode_records(batch):
+            if record.offset >= partition.log_start_offset:
+                latest.pop(record.key, None)
+                # re-inserted: the dict stays in log order
+                latest[record.key] = (record.key, record.value, record.timestamp, record.offset)
+    return live
+
+
+def _end_transaction(live: list, producer_id: int, commit: bool) -> None:
+    """A marker in a partition `live` tracks: the transaction's records become the latest of
+    their keys unless a later record of the key is already (Kafka's rule for transactional
+    offsets), or go (abort)."""
+    waiting = live[2].pop(producer_id, None)
+    if not waiting or not commit:
+        return
+    latest = live[1]
+    for key, entry in waiting.items():
+        current = latest.get(key)
+        if current is None or entry[3] > current[3]:
+            latest.pop(key, None)
+            latest[key] = entry

@@ -8,6 +8,12 @@ groups (GroupMetadata), the committed offsets (OffsetCommit) and the consumer gr
 offset). A group tombstone removes the group, not its offsets: the coordinator writes an
 offset's tombstone itself wherever an offset goes (deletion, expiry), as Kafka does.
 
+Offsets committed in a transaction (a transactional batch, TxnOffsetCommit) wait for their
+producer's marker: a commit marker applies them unless an offset written later in the log was
+committed for the same partition meanwhile (Kafka's replayEndTransactionMarker compares record
+offsets), an abort marker drops them, a tombstone of the partition drops them too, and those
+still waiting at the end stay pending (the transaction coordinator will end them).
+
 What the records do not carry comes from the moment of loading, as in Kafka: a classic group's
 state starts at its currentStateTimestamp, members' sessions start afresh, a consumer group's
 subscribed topic metadata and its assignor are worked out again from its members.
@@ -19,6 +25,7 @@ import struct
 import uuid
 
 from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.txn_offsets import LoadedPending
 from kcoord.log import consumer_offsets as co
 from wire import records as R
 
@@ -155,20 +162,33 @@ def _consumer_group(group_id: str, parts: dict, now_ms: int) -> dict | None:
             "target": parts["target"], "members": members}
 
 
-def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list[tuple[str, str, int, CommittedOffset]]]:
-    """The classic groups, consumer groups and committed offsets `partition` (a kcoord.log
-    Partition of __consumer_offsets) holds."""
+def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list[tuple[str, str, int, CommittedOffset]],
+                                                   LoadedPending]:
+    """The classic groups, consumer groups, committed offsets and offsets of transactions not yet
+    ended that `partition` (a kcoord.log Partition of __consumer_offsets) holds."""
     classic: dict[str, dict] = {}
     consumer: dict[str, dict] = {}
     latest_kind: dict[str, str] = {}   # which kind of group the id named last
     offsets: dict[tuple[str, str, int], CommittedOffset] = {}
+    positions: dict[tuple[str, str, int], int] = {}   # the record offset each committed offset came from
+    # producer id -> (group, topic, partition) -> (record offset, offset): transactions not ended yet
+    pending: dict[int, dict[tuple[str, str, int], tuple[int, CommittedOffset]]] = {}
 
     def parts_of(group_id: str) -> dict:
         return consumer.setdefault(group_id, {"epoch": None, "members": {}, "current": {}, "target": {},
                                               "target_epoch": None, "regexes": {}})
 
     for stored in partition.batches:
-        for record in R.decode_records(R.parse_batch(stored.data)):
+        batch = R.parse_batch(stored.data)
+        if batch.is_control:
+            commit, _ = R.parse_marker(batch)
+            ended = pending.pop(batch.producer_id, {})
+            for k, (position, value) in ended.items() if commit else ():
+                if k not in positions or position > positions[k]:
+                    offsets[k], positions[k] = value, position
+            continue
+        producer_id = batch.producer_id if batch.is_transactional else -1
+        for record in R.decode_records(batch):
             if record.offset < partition.log_start_offset or record.key is None or len(record.key) < 2:
                 continue
             kind = struct.unpack_from(">h", record.key)[0]
@@ -186,10 +206,17 @@ def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list
                 k = (data["group"], data["topic"], data["partition"])
                 if value is None:
                     offsets.pop(k, None)
+                    positions.pop(k, None)
+                    for waiting in pending.values():
+                        waiting.pop(k, None)
                     continue
                 v = co.decode_value(key, value)["data"]
-                offsets[k] = CommittedOffset(v["offset"], v.get("leaderEpoch", -1), v["metadata"],
-                                             v["commitTimestamp"], v.get("expireTimestamp"))
+                committed = CommittedOffset(v["offset"], v.get("leaderEpoch", -1), v["metadata"],
+                                            v["commitTimestamp"], v.get("expireTimestamp"))
+                if producer_id >= 0:
+                    pending.setdefault(producer_id, {})[k] = (record.offset, committed)
+                else:
+                    offsets[k], positions[k] = committed, record.offset
                 continue
             r = co._Reader(record.key)
             r.int(">h", "key type")
@@ -221,7 +248,10 @@ def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list
             snapshot = _consumer_group(group_id, parts, now_ms)
             if snapshot is not None:
                 consumer_out.append(snapshot)
-    return classic_out, consumer_out, [(g, t, p, v) for (g, t, p), v in offsets.items()]
+    waiting = LoadedPending([(producer_id, *k, position, value) for producer_id, entries in pending.items()
+                             for k, (position, value) in entries.items()])
+    waiting.floors = [(*k, positions[k]) for k in dict.fromkeys(e[1:4] for e in waiting.offsets) if k in positions]
+    return classic_out, consumer_out, [(g, t, p, v) for (g, t, p), v in offsets.items()], waiting
 
 
 def keys_of(topic) -> tuple[set[str], set[tuple[str, str, int]]]:
@@ -231,7 +261,10 @@ def keys_of(topic) -> tuple[set[str], set[tuple[str, str, int]]]:
     offsets: set[tuple[str, str, int]] = set()
     for partition in topic.partitions:
         for stored in partition.batches:
-            for record in R.decode_records(R.parse_batch(stored.data)):
+            batch = R.parse_batch(stored.data)
+            if batch.is_control:
+                continue   # a transaction marker names no group
+            for record in R.decode_records(batch):
                 if record.key is None or len(record.key) < 2:
                     continue
                 kind = struct.unpack_from(">h", record.key)[0]
@@ -257,8 +290,12 @@ class OffsetsPartitions:
 
     def load(self, index: int):
         topic = self.topic.ensure()
-        classic, consumer, offsets = load_partition(topic.partitions[index], self.topic.now_ms())
+        classic, consumer, offsets, pending = load_partition(topic.partitions[index], self.topic.now_ms())
         for value in consumer:
             # What the next snapshot's tombstones are worked out against: what the log holds.
             self.topic.remember_consumer_group(value["group_id"], value)
-        return classic, consumer, offsets
+        return classic, consumer, offsets, pending
+
+    def write_marker(self, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                     commit: bool, timestamp_ms: int) -> int:
+        return self.topic.write_marker(index, producer_id, producer_epoch, coordinator_epoch, commit, timestamp_ms)

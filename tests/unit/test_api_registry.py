@@ -54,7 +54,7 @@ def _sample(key, version):
         body["key"] = "g-1"
     if "coordinator_keys" in fields:
         body["coordinator_keys"] = ["g-1", "g-2"]
-    if key == ApiKey.OFFSET_COMMIT:  # its errors are per partition
+    if key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT):  # their errors are per partition
         body["topics"] = [{"name": "t", "topic_id": uuid.uuid4(), "partitions": [{"partition_index": 0}]}]
     return _request(key, version, body)
 
@@ -96,7 +96,7 @@ def test_the_whole_request_error_response_encodes(key, version):
     if isinstance(named, GroupBatch):
         codes = [entry.error_code for entry in decoded[named.response_field]]
         assert len(codes) == len(d.group_ids(version, body))
-    elif key == ApiKey.OFFSET_COMMIT:
+    elif key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT):
         codes = [p.error_code for t in decoded.topics for p in t.partitions]
     elif key == ApiKey.ELECT_LEADERS:
         codes += [p.error_code for t in decoded.replica_election_results for p in t.partition_result]

@@ -21,8 +21,7 @@ def _recorded(harness):
 
 def _reload(store, fresh, now_ms):
     fresh.timer.advance(now_ms - fresh.timer.now_ms())
-    classic, consumer, offsets = load_partition(store.get(TOPIC).partitions[0], fresh.timer.now_ms())
-    fresh.c.load(classic, consumer, offsets)
+    fresh.c.load(*load_partition(store.get(TOPIC).partitions[0], fresh.timer.now_ms()))
     return fresh
 
 
