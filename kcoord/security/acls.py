@@ -34,6 +34,7 @@ import enum
 import json
 import logging
 import os
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Awaitable, Callable
@@ -298,7 +299,8 @@ class Authorizer:
         return allowed
 
     def allowed_on(self, resource: str, name: str, principal: str, operation: str, host: str = "*") -> bool:
-        resource_type = ResourceType[resource.upper()]
+        # Kafka's names ("Topic", "TransactionalId") to the enum's (TOPIC, TRANSACTIONAL_ID).
+        resource_type = ResourceType[re.sub(r"(?<=[a-z])(?=[A-Z])", "_", resource).upper()]
         ok = self.decide(resource_type, name, principal, Operation.named(operation), host)
         if not ok:
             key = (principal, operation, resource, name)
