@@ -4,6 +4,7 @@ KcoordJavaLogin joins a group with given security settings; KcoordTxnClient driv
 transactional producers and read_committed consumers on either client version."""
 from __future__ import annotations
 
+import collections
 import json
 import subprocess
 import threading
@@ -56,8 +57,11 @@ class RunningProgram:
         self.name = name
         self.proc = jvm.spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.events: list[dict] = []
+        self._stderr: collections.deque[str] = collections.deque(maxlen=60)
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
+        # Drained as it comes: a program logging more than a pipe holds would otherwise stall.
+        threading.Thread(target=self._stderr.extend, args=(self.proc.stderr,), daemon=True).start()
 
     def _read(self) -> None:
         for line in self.proc.stdout:
@@ -84,9 +88,7 @@ class RunningProgram:
                              f"saw {self.snapshot()[-20:]}\n{self.stderr_tail()}")
 
     def stderr_tail(self) -> str:
-        if self.proc.poll() is None:
-            return ""
-        return self.proc.stderr.read()[-3000:]
+        return "".join(self._stderr)[-3000:]
 
     def kill(self) -> None:
         """kill -9."""
@@ -104,6 +106,11 @@ class RunningProgram:
             raise AssertionError(f"{self.name} failed ({self.proc.returncode}): {self.snapshot()[-20:]}\n"
                                  f"{self.stderr_tail()}")
         return self.snapshot()
+
+
+def program_start(source: Path, label: str, cp: str, *args: str) -> RunningProgram:
+    """Start a Java test program (compiled once against `cp`) in the background."""
+    return RunningProgram(program_command(source, label, cp, *args), source.stem)
 
 
 def txn_start(client: str, action: str, **options) -> RunningProgram:
