@@ -17,12 +17,17 @@ from kcoord.config import ServerConfig, cluster_nodes
 from kcoord.coordinator import build_coordinator
 from kcoord.coordinator.events import EventKind
 from kcoord.dynamic_broker_config import DynamicBrokerConfigs
+from kcoord.features import FeatureLevels
 from kcoord.journal import Journal, JournalTopic, journal_path
 from kcoord.log.consumer_offsets import TOPIC as OFFSETS_TOPIC
 from kcoord.log.consumer_offsets import TOPIC_CONFIGS as OFFSETS_TOPIC_CONFIGS
 from kcoord.log.consumer_offsets import OffsetsTopic
 from kcoord.log.offsets_loader import OffsetsPartitions
 from kcoord.log.topics import InternalTopic, TopicStore
+from kcoord.transaction.coordinator import TxnConfig
+from kcoord.transaction.runtime import TOPIC as TXN_TOPIC
+from kcoord.transaction.runtime import TOPIC_CONFIGS as TXN_TOPIC_CONFIGS
+from kcoord.transaction.runtime import BrokerTransactions, TransactionRuntime
 from kcoord.admin.metrics import Metrics
 from kcoord.faults.routes import install_faults
 from kcoord.security.setup import security_options
@@ -39,6 +44,12 @@ class Kcoord:
         self.topics.internal[OFFSETS_TOPIC] = InternalTopic(
             config.offsets_topic_partitions, dict(OFFSETS_TOPIC_CONFIGS),
             min(config.offsets_topic_replication_factor, self.cluster.size))
+        # __transaction_state likewise (transaction.state.log.*), its min.insync.replicas at most its replicas.
+        txn_replicas = min(config.transaction_state_log_replication_factor, self.cluster.size)
+        self.topics.internal[TXN_TOPIC] = InternalTopic(
+            config.transaction_state_log_partitions,
+            {**TXN_TOPIC_CONFIGS, "min.insync.replicas": str(min(config.transaction_state_log_min_isr, txn_replicas))},
+            txn_replicas)
         # Dynamic broker configs (AlterConfigs on a BROKER resource) kept in the data dir are put
         # back first: they override the static values everything below starts from.
         dynamic_configs = DynamicBrokerConfigs(config, config.data_dir)
@@ -54,10 +65,25 @@ class Kcoord:
         self.cluster.listeners.append(
             lambda change: change.topic == OFFSETS_TOPIC and runtime.leader_changed(
                 change.partition, change.new_leader, change.epoch))
+        # The transaction coordinators, placed and moved over __transaction_state as the group
+        # coordinators are over __consumer_offsets; their markers reach the groups through `groups`.
+        self.features = FeatureLevels(config.data_dir)
+        self.transactions = TransactionRuntime(
+            runtime.timer, self.topics,
+            TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms,
+                      abort_interval_ms=config.transaction_abort_interval_ms),
+            config.transaction_state_log_partitions, bus=runtime.bus, load_ms=config.coordinator_load_ms,
+            transaction_version=lambda: self.features.level("transaction.version"))
+        self.transactions.groups = runtime
+        self.cluster.listeners.append(
+            lambda change: change.topic == TXN_TOPIC and self.transactions.leader_changed(
+                change.partition, change.new_leader, change.epoch))
         # One broker per node, each the `ctx.broker` of its own listener's requests.
         self.brokers = [Broker(config, self.coordinator.broker(node.node_id), self.topics, node, self.cluster)
                         for node in self.cluster.nodes.values()]
         for broker in self.brokers:
+            broker.features = self.features
+            broker.transactions = BrokerTransactions(self.transactions, broker.node_id)
             broker.dynamic_configs = dynamic_configs
             broker.offsets_topic = self.offsets_topic
             broker.client_metrics = self.brokers[0].client_metrics   # the cluster's, as Kafka keeps them
@@ -89,6 +115,8 @@ class Kcoord:
             self.cluster, {s.broker.node_id: s for s in self.servers}, runtime, runtime.timer,
             config.broker_session_timeout_ms, config.auto_leader_rebalance_enable,
             config.leader_imbalance_check_interval_seconds * 1000, on_listen=self._listen)
+        self.controls.listeners.append(
+            lambda action, node_id, details: action == "killed" and self.transactions.node_lost(node_id))
         dynamic_configs.listeners.append(self._dynamic_configs_changed)
         self.storage = None
         # Features add their routes here before start().
@@ -130,6 +158,8 @@ class Kcoord:
             # Each broker's coordinators load the groups of the partitions it leads, before any
             # listener accepts a client. On the loop: members' session timers are loop timers.
             self.coordinator.runtime.load_led(n.node_id for n in self.cluster.alive())
+            self.transactions.observe_log()
+            self.transactions.load_led(n.node_id for n in self.cluster.alive())
             await self.storage.start()
         if self.journal_topic is not None:
             self.journal_topic.start()  # after durable state put back the topic's earlier records

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from kcoord.client_metrics import ClientMetricsStore
 from kcoord.config import ServerConfig
+from kcoord.features import FeatureLevels
 from kcoord.log.topics import TopicStore
 
 
@@ -29,6 +30,9 @@ class Broker:
         # kcoord.dynamic_broker_config.DynamicBrokerConfigs, set by the app.
         self.dynamic_configs = None
         self.client_metrics = ClientMetricsStore()
+        # kcoord.features.FeatureLevels, the cluster's; kcoord.transaction.runtime.BrokerTransactions.
+        self.features = FeatureLevels()
+        self.transactions = None
 
     @property
     def node_id(self) -> int:

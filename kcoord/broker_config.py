@@ -436,9 +436,24 @@ TABLE: tuple[BrokerConfig, ...] = (
     BrokerConfig("leader.imbalance.per.broker.percentage", "int", "10",
                  "Reported only: a KRaft controller, Kafka's as kcoord's, elects every partition's preferred "
                  "leader back at each check, whatever the share."),
+    # The transaction coordinator (kcoord.transaction).
     BrokerConfig("transaction.state.log.replication.factor", "short", "3",
-                 "Replicas of __transaction_state: 1 in kcoord, which has one node.",
-                 kcoord_default="1", kcoord_default_reason="kcoord is a single node"),
+                 "Replicas of __transaction_state, at most one per broker (as __consumer_offsets).",
+                 field="transaction_state_log_replication_factor", at_least=1),
+    BrokerConfig("transaction.state.log.num.partitions", "int", "50",
+                 "Partitions of __transaction_state: the transactional-id-to-coordinator hash uses it.",
+                 field="transaction_state_log_partitions", at_least=1),
+    BrokerConfig("transaction.state.log.min.isr", "int", "2",
+                 "min.insync.replicas of __transaction_state (at most its replicas).",
+                 field="transaction_state_log_min_isr", at_least=1),
+    BrokerConfig("transaction.max.timeout.ms", "int", "900000",
+                 "The longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT beyond).",
+                 field="transaction_max_timeout_ms", at_least=1),
+    BrokerConfig("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", "10000",
+                 "How often the coordinator aborts transactions older than their timeout.",
+                 field="transaction_abort_interval_ms", at_least=1),
+    BrokerConfig("transactional.id.expiration.ms", "int", "604800000",
+                 "Reported only: kcoord keeps every transactional id (docs/deviations.md).", at_least=1),
 )
 
 BY_NAME: dict[str, BrokerConfig] = {c.name: c for c in TABLE}

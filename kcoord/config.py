@@ -37,6 +37,12 @@ class ServerConfig:
     broker_racks: tuple = ()
     default_replication_factor: int = default("default.replication.factor")
     offsets_topic_replication_factor: int = default("offsets.topic.replication.factor")
+    # The transaction coordinator (kcoord.transaction).
+    transaction_state_log_replication_factor: int = default("transaction.state.log.replication.factor")
+    transaction_state_log_partitions: int = default("transaction.state.log.num.partitions")
+    transaction_state_log_min_isr: int = default("transaction.state.log.min.isr")
+    transaction_max_timeout_ms: int = default("transaction.max.timeout.ms")
+    transaction_abort_interval_ms: int = default("transaction.abort.timed.out.transaction.cleanup.interval.ms")
     # How long the controller waits for a killed broker before moving its partitions away.
     broker_session_timeout_ms: int = default("broker.session.timeout.ms")
     auto_leader_rebalance_enable: bool = default("auto.leader.rebalance.enable")

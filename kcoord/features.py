@@ -5,13 +5,17 @@ A Kafka broker reports, per feature, the levels its software supports and the le
 cluster has finalized, and clients act on the finalized ones: Kafka's 4.x producer, for
 one, runs transactions the KIP-890 way once it sees `transaction.version` 2. So kcoord
 reports the level of each feature whose behaviour it actually serves, and nothing above.
-It cannot change a level (UpdateFeatures is not served), so each feature's supported range
-is that one level too. Where this differs from what the reference Kafka 4.3.1 reports is
-listed in docs/deviations.md ("Finalized features").
+`transaction.version` is served at every level Kafka has (0–2) and moved as on Kafka with
+UpdateFeatures (`kafka-features upgrade/downgrade`); the other features are served at one
+level, their supported range. Where this differs from what the reference Kafka 4.3.1 reports
+is listed in docs/deviations.md ("Feature levels").
 """
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -36,9 +40,9 @@ FEATURES: tuple[Feature, ...] = (
     # ConsumerGroupDescribe), which kcoord serves; it cannot turn it off (level 0).
     Feature("group.version", 1, 1, 1),
     # Level 1 writes flexible transaction state records, level 2 bumps the producer epoch
-    # at every transaction end (both KIP-890). kcoord serves no transactions at all, so 0:
-    # a 4.x producer that saw 2 would send transactional requests KIP-890's way.
-    Feature("transaction.version", 0, 0, 0),
+    # at every transaction end (both KIP-890); a 4.x producer that sees 2 adds partitions
+    # through Produce and TxnOffsetCommit. Kafka 4.3 formats new clusters at 2.
+    Feature("transaction.version", 0, 2, 2),
     # Level 1 keeps eligible leader replicas (KIP-966) and, with them, refuses a broker-level
     # min.insync.replicas (which kcoord's dynamic broker configs refuse as Kafka does). But
     # kcoord keeps no ELR: a replica that leaves the ISR is not kept eligible, so an unclean
@@ -50,9 +54,71 @@ FEATURES: tuple[Feature, ...] = (
     Feature("streams.version", 0, 0, 0),
 )
 
-# Kafka's epoch is the offset in the metadata log of the image the levels come from. kcoord's
-# levels never change, and the metadata log kcoord.quorum describes holds them at offset 0.
+# Kafka's epoch is the offset in the metadata log of the image the levels come from. The
+# metadata log kcoord.quorum describes holds kcoord's starting levels at offset 0; each update
+# moves the epoch on by one.
 FINALIZED_FEATURES_EPOCH = 0
+BY_NAME = {f.name: f for f in FEATURES}
+UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+
+
+class FeatureUpdateError(ValueError):
+    """An update Kafka's controller refuses with INVALID_UPDATE_VERSION, in its words."""
+
+
+class FeatureLevels:
+    """The finalized levels of one kcoord (every broker answers with them), kept in
+    `features.json` of the data dir when there is one."""
+
+    def __init__(self, data_dir=None):
+        self.levels = {f.name: f.finalized for f in FEATURES}
+        self.epoch = FINALIZED_FEATURES_EPOCH
+        self._path = None if data_dir is None else Path(data_dir) / "features.json"
+        self.listeners: list = []
+        if self._path is not None and self._path.exists():
+            saved = json.loads(self._path.read_text())
+            self.epoch = saved.get("epoch", self.epoch)
+            self.levels.update({k: v for k, v in saved.get("levels", {}).items() if k in self.levels})
+
+    def level(self, name: str) -> int:
+        return self.levels.get(name, 0)
+
+    def finalized(self) -> list[dict]:
+        return [{"name": name, "min_version_level": level, "max_version_level": level}
+                for name, level in self.levels.items() if level > 0]
+
+    def check(self, name: str, level: int, upgrade_type: int) -> None:
+        """Raise FeatureUpdateError where Kafka's FeatureControlManager refuses the update."""
+        def refuse(why: str):
+            raise FeatureUpdateError(f"Invalid update version {level} for feature {name}. {why}")
+        if upgrade_type not in (UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE):
+            refuse("The controller does not support the given upgrade type.")
+        if level < 0:
+            refuse("A feature version cannot be less than 0.")
+        feature = BY_NAME.get(name)
+        low, high = (feature.min_supported, feature.max_supported) if feature is not None else (0, 0)
+        if not (low <= level <= high):
+            refuse("Local controller 0 does not support this feature." if high == 0
+                   else f"Local controller 0 only supports versions [{low}-{high}]")
+        current = self.level(name)
+        if level < current and upgrade_type == UPGRADE:
+            refuse("Can't downgrade the version of this feature without setting the upgrade type to "
+                   "either safe or unsafe downgrade.")
+        if level > current and upgrade_type != UPGRADE:
+            refuse("Can't downgrade to a newer version.")
+
+    def update(self, changes: dict[str, int]) -> None:
+        """Apply checked changes (name -> level), durably when there is a data dir."""
+        if not changes or all(self.level(n) == v for n, v in changes.items()):
+            return
+        self.levels.update(changes)
+        self.epoch += 1
+        if self._path is not None:
+            tmp = self._path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"epoch": self.epoch, "levels": self.levels}))
+            os.replace(tmp, self._path)
+        for listener in self.listeners:
+            listener(self)
 
 
 def supported(api_version: int) -> list[dict]:
@@ -60,10 +126,3 @@ def supported(api_version: int) -> list[dict]:
     out: older clients take a 0 minimum for a malformed range (KIP-1022)."""
     return [{"name": f.name, "min_version": f.min_supported, "max_version": f.max_supported}
             for f in FEATURES if api_version >= 4 or f.min_supported > 0]
-
-
-def finalized() -> list[dict]:
-    """ApiVersions' FinalizedFeatures: the features that are on."""
-    return [{"name": f.name, "min_version_level": f.finalized, "max_version_level": f.finalized}
-            for f in FEATURES if f.finalized > 0]
-

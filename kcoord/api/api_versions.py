@@ -10,10 +10,8 @@ from kcoord import features
 from kcoord.api import ApiDescriptor, ApiKey, registry
 from wire.errors import ErrorCode
 
-# Feature levels never change while kcoord runs: built once per version, not per connection.
-_FEATURES = {version: {"supported_features": features.supported(version),
-                       "finalized_features_epoch": features.FINALIZED_FEATURES_EPOCH,
-                       "finalized_features": features.finalized()} for version in (3, 4)}
+# The supported ranges never change while kcoord runs: built once per version, not per connection.
+_SUPPORTED = {version: features.supported(version) for version in (3, 4)}
 
 
 def advertised_versions() -> list[dict]:
@@ -24,7 +22,9 @@ def advertised_versions() -> list[dict]:
 async def api_versions(ctx, req):
     body = {"error_code": ErrorCode.NONE, "api_keys": advertised_versions(), "throttle_time_ms": 0}
     if ctx.api_version >= 3:
-        body.update(_FEATURES[ctx.api_version])
+        levels = ctx.broker.features
+        body.update(supported_features=_SUPPORTED[ctx.api_version], finalized_features_epoch=levels.epoch,
+                    finalized_features=levels.finalized())
     return body
 
 

@@ -1,6 +1,7 @@
-"""DescribeProducers: the idempotent producers a partition has seen, from the producer
-state that deduplicates their retries. Transactions are not served, so no producer has
-a coordinator epoch or an open transaction."""
+"""DescribeProducers: the producers a partition has seen, from the producer state that
+deduplicates their retries and tracks their transactions: each one's epoch, last sequence and
+timestamp, the coordinator epoch of its last transaction marker and where its open
+transaction starts."""
 from kcoord.api import ApiDescriptor, ApiKey
 from kcoord.api._leadership import serving_error
 from wire.errors import ErrorCode
@@ -23,8 +24,8 @@ def _partition(broker, topic: str, index: int) -> dict:
         return entry
     entry["active_producers"] = [
         {"producer_id": pid, "producer_epoch": epoch, "last_sequence": seq, "last_timestamp": ts,
-         "coordinator_epoch": -1, "current_txn_start_offset": -1}
-        for pid, epoch, seq, ts in partition.producers()]
+         "coordinator_epoch": coordinator_epoch, "current_txn_start_offset": txn_start}
+        for pid, epoch, seq, ts, coordinator_epoch, txn_start in partition.producers()]
     return entry
 
 
@@ -36,4 +37,4 @@ async def describe_producers(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.DESCRIBE_PRODUCERS, 0, 0, describe_producers,
-    "idempotent producers per partition: id, epoch, last sequence and timestamp; never in a transaction")
+    "producers per partition: id, epoch, last sequence and timestamp, coordinator epoch, open transaction's start")

@@ -1,9 +1,11 @@
 """Fetch: long-polling reads of the in-memory partitions.
 
 Sessionless only: answering with session id 0 makes every client send full
-fetch requests (KIP-227 allows a broker to decline sessions). Transactions are
-not served, so both isolation levels see the same records and the last stable
-offset equals the high watermark.
+fetch requests (KIP-227 allows a broker to decline sessions). A read_committed
+fetch (isolation level 1) reads no batch past the last stable offset and lists the
+aborted transactions in what it read (read_uncommitted: null, as Kafka sends), so
+a long poll of one waits, while a transaction is open, until a marker moves the
+LSO or its time is up; both levels are told the LSO.
 """
 import asyncio
 
@@ -12,11 +14,14 @@ from kcoord.api._leadership import current_leader, node_endpoints, serving_error
 from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
 
+READ_COMMITTED = 1   # the request's isolation_level
+
 
 def _collect(ctx, req):
     store = ctx.broker.topics
     may_read = topic_gate(ctx)
     budget = req.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    read_committed = req.isolation_level == READ_COMMITTED
     total = 0
     responses = []
     leaders = []   # of the partitions answered NOT_LEADER_OR_FOLLOWER (KIP-951)
@@ -45,12 +50,18 @@ def _collect(ctx, req):
                 # As Kafka: an out-of-range fetch learns no offsets (-1); the consumer asks ListOffsets.
                 r["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
             else:
-                r["high_watermark"] = r["last_stable_offset"] = partition.high_watermark
+                r["high_watermark"] = partition.high_watermark
+                r["last_stable_offset"] = partition.last_stable_offset
                 r["log_start_offset"] = partition.log_start_offset
                 # The first batch is returned even past the limits, as Kafka does, so a
                 # consumer can always make progress.
                 limit = min(p.partition_max_bytes, max(budget - total, 0))
-                data = partition.read(p.fetch_offset, limit, at_least_one=total == 0)
+                if read_committed:
+                    data, aborted = partition.read_committed(p.fetch_offset, limit, at_least_one=total == 0)
+                    r["aborted_transactions"] = [{"producer_id": pid, "first_offset": first}
+                                                 for pid, first in aborted]
+                else:
+                    data = partition.read(p.fetch_offset, limit, at_least_one=total == 0)
                 total += len(data)
                 r["records"] = data
             parts.append(r)
@@ -81,7 +92,8 @@ def _has_error(responses):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.FETCH, 4, 18, fetch,
-    "long poll woken by produce; sessionless (session id 0)",
+    "long poll woken by produce and transaction markers; sessionless (session id 0); "
+    "read_committed: whole batches below the last stable offset, with the aborted transactions in them",
     topic_acl=TopicAcl(TopicOperation.READ),
     version_notes={11: "any in-sync replica answers a consumer (KIP-392); others: NOT_LEADER_OR_FOLLOWER",
                    12: "NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951)",

@@ -2,10 +2,11 @@
 
 The partition is Kafka's `abs(groupId.hashCode()) % partitions` (kcoord.coordinator.runtime);
 without a leader the answer is COORDINATOR_NOT_AVAILABLE. The topic is created by the first
-lookup, as Kafka creates it. Transaction keys get this broker; transactions themselves are not
-served, so a transactional producer fails later with a clear error.
+lookup, as Kafka creates it. A transactional id's coordinator is likewise the leader of its
+`__transaction_state` partition (kcoord.transaction.runtime), after TransactionalId Describe.
 """
 from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupBatch, GroupOperation
+from kcoord.api._transactions import transactional_id_allowed
 from wire.errors import ErrorCode
 
 GROUP, TRANSACTION = 0, 1
@@ -17,7 +18,13 @@ def _answer(ctx, key_type, key):
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.INVALID_REQUEST, _NO_NODE
     node_id = ctx.broker.node_id
-    if key_type == GROUP:
+    if key_type == TRANSACTION:
+        if not transactional_id_allowed(ctx, key, "Describe"):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, _NO_NODE
+        code, node_id = ctx.broker.transactions.find(key)
+        if code != ErrorCode.NONE:
+            return code, _NO_NODE
+    elif key_type == GROUP:
         # While a group's coordinator is "not available" (a fault rule), so is finding it;
         # NOT_COORDINATOR / LOAD_IN_PROGRESS still point clients at the leader, as a real cluster would.
         code, node_id = ctx.broker.coordinator.find(key)

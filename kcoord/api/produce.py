@@ -4,13 +4,20 @@ acks=0 gets no response, as in Kafka. Idempotent producers' sequences and epochs
 are checked per (producer id, partition) like Kafka's producer state, and a retry
 of one of a producer's last five batches is answered with its first base offset
 (kcoord.log.partition).
+
+A transactional producer's first batch to a partition in a transaction is checked with the
+transaction coordinator first, as Kafka's partition leaders do (KIP-890): from v12 (transaction
+version 2) the partition is added to the transaction then; before, it must have been added
+with AddPartitionsToTxn, else INVALID_TXN_STATE.
 """
 import logging
 
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.api._leadership import current_leader, node_endpoints, serving_error
+from kcoord.api._transactions import transactional_id_allowed
 from kcoord.log.partition import AppendError
 from kcoord.security.acls import topic_gate
+from wire import records as R
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.produce")
@@ -28,9 +35,66 @@ def _min_isr(broker, topic, partition) -> int:
     return min(int(value), len(partition.replicas))
 
 
+# Coordinator errors a client before transaction version 2 would not retry: Kafka answers them
+# with a retriable one that does not refresh metadata.
+_RETRIED_AS_NOT_ENOUGH_REPLICAS = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                             ErrorCode.NOT_COORDINATOR})
+
+
+def _first_transactional(blob: bytes):
+    """(producer id, epoch) of the records' first batch when it is transactional, else None."""
+    try:
+        first = next(R.iter_batches(blob, validate_crc=False), None)
+    except R.RecordsError:
+        return None   # the append says what is wrong with it
+    if first is None or not first.is_transactional or first.producer_id < 0:
+        return None
+    return first.producer_id, first.producer_epoch
+
+
+def _verify_transaction(ctx, req, store) -> dict:
+    """(topic, partition) -> (error, message) of the partitions whose first transactional batch
+    the coordinator refused (verification or, from v12, the implicit add)."""
+    wanted = []
+    producer = None
+    for topic_data in req.topic_data:
+        topic = store.resolve(topic_data.get("name"), topic_data.get("topic_id"))
+        if topic is None:
+            continue
+        for pd in topic_data.partition_data:
+            partition = store.partition(topic.name, pd.index)
+            info = _first_transactional(pd.records or b"") if partition is not None else None
+            if info is None or info[0] in partition.open_transactions():
+                continue
+            producer = info
+            wanted.append((topic.name, pd.index))
+    if not wanted:
+        return {}
+    add = ctx.api_version >= 12
+    answers = ctx.broker.transactions.verify_partitions(req.transactional_id, producer[0], producer[1], wanted,
+                                                        add=add, generic_errors=ctx.api_version >= 11)
+    refused = {}
+    for tp, code in answers.items():
+        if code == ErrorCode.NONE:
+            continue
+        if code in _RETRIED_AS_NOT_ENOUGH_REPLICAS or (code == ErrorCode.CONCURRENT_TRANSACTIONS and not add):
+            refused[tp] = (ErrorCode.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to the "
+                                                          f"transaction. Underlying error: {code.name}")
+        elif code == ErrorCode.INVALID_TXN_STATE:
+            refused[tp] = (code, "Partition was not added to the transaction")
+        else:
+            refused[tp] = (code, None)
+    return refused
+
+
 async def produce(ctx, req):
     store = ctx.broker.topics
     may_write = topic_gate(ctx)
+    transactional = req.transactional_id is not None
+    if transactional and not transactional_id_allowed(ctx, req.transactional_id):
+        refused_txn = None   # every partition: TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        refused_txn = _verify_transaction(ctx, req, store) if transactional else {}
     appended = False
     leaders = []   # of the partitions answered NOT_LEADER_OR_FOLLOWER (KIP-951)
     responses = []
@@ -66,9 +130,11 @@ async def produce(ctx, req):
                 # Kafka's ReplicaManager: only the broker itself appends to internal topics
                 # (its InvalidTopicException reaches the producer without a message).
                 r["error_code"] = ErrorCode.INVALID_TOPIC_EXCEPTION
-            elif req.transactional_id is not None:
+            elif refused_txn is None:
                 r["error_code"] = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-                r["error_message"] = "kcoord does not implement transactions"
+            elif (topic.name, pd.index) in refused_txn:
+                code, message = refused_txn[(topic.name, pd.index)]
+                r["error_code"], r["error_message"] = code, message
             else:
                 try:
                     r["base_offset"] = partition.append(pd.records or b"")

@@ -41,6 +41,13 @@ class EventKind(enum.StrEnum):
     # longer does; details say which partition, broker and leader epoch.
     LOADED = "coordinator_loaded"
     UNLOADED = "coordinator_unloaded"
+    # Transactions (kcoord.transaction): `group_id` carries the transactional id, `generation`
+    # the producer epoch; details name the producer id, the result and the partitions.
+    TRANSACTION_INITIALIZED = "transaction_initialized"
+    TRANSACTION_STARTED = "transaction_started"
+    TRANSACTION_ENDING = "transaction_ending"
+    TRANSACTION_COMPLETED = "transaction_completed"
+    TRANSACTION_TIMED_OUT = "transaction_timed_out"
 
 
 class RebalanceCause(enum.StrEnum):

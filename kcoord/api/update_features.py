@@ -1,0 +1,48 @@
+"""UpdateFeatures: `kafka-features upgrade / downgrade / disable` (KIP-584, KIP-778).
+
+Only `transaction.version` has more than one level kcoord serves; the others can be "moved"
+to the level they are at. Refusals are Kafka's controller's: INVALID_UPDATE_VERSION with its
+message, for the whole request (nothing is applied when one update is refused).
+"""
+from kcoord.api import ApiDescriptor, ApiKey
+from kcoord.features import UPGRADE, FeatureUpdateError
+from kcoord.security.acls import cluster_allowed
+from wire.errors import ErrorCode
+
+
+def _answer(ctx, req, code, message):
+    body = {"throttle_time_ms": 0, "error_code": code, "error_message": message}
+    if ctx.api_version < 2:
+        # Before v2 each feature has its own result, all carrying the request's outcome.
+        body["results"] = [{"feature": u.feature, "error_code": code, "error_message": message}
+                           for u in req.feature_updates]
+    return body
+
+
+async def update_features(ctx, req):
+    if not cluster_allowed(ctx, "Alter"):
+        return _answer(ctx, req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+    levels = ctx.broker.features
+    changes = {}
+    for update in req.feature_updates:
+        if ctx.api_version == 0:
+            upgrade_type = 2 if update.get("allow_downgrade") else UPGRADE
+        else:
+            upgrade_type = update.get("upgrade_type", UPGRADE)
+        level = max(update.max_version_level, 0)   # below 1: delete the feature (level 0)
+        if update.feature in changes:
+            return _answer(ctx, req, ErrorCode.INVALID_REQUEST,
+                           f"Feature {update.feature} appears more than once in the request.")
+        try:
+            levels.check(update.feature, level, upgrade_type)
+        except FeatureUpdateError as err:
+            return _answer(ctx, req, ErrorCode.INVALID_UPDATE_VERSION, str(err))
+        changes[update.feature] = level
+    if not req.get("validate_only", False):
+        levels.update(changes)
+    return _answer(ctx, req, ErrorCode.NONE, None)
+
+
+DESCRIPTOR = ApiDescriptor(
+    ApiKey.UPDATE_FEATURES, 0, 2, update_features,
+    "transaction.version moved between 0 and 2; the other features stay at the one level served")
