@@ -32,11 +32,8 @@ def cache_dir(version: str | None = None) -> Path:
 def fetch(version: str | None = None) -> Path:
     """The directory of Streams' jars, fetched with Maven the first time; offline once fetched."""
     version = version or kafka_version()
-    home = cache_dir(version)
-    if not ((home / maven.MARKER).exists() and (home / "libs").is_dir()):
-        jvm.require_java(StreamsUnavailable)
-    return maven.fetch(home, "libs", POM, {"kafka.version": version}, "kafka-streams-*.jar",
-                       f"Kafka Streams {version}", StreamsUnavailable)
+    return jvm.fetch_jars(cache_dir(version), "libs", POM, {"kafka.version": version}, "kafka-streams-*.jar",
+                          f"Kafka Streams {version}", StreamsUnavailable)
 
 
 def classpath(version: str | None = None) -> str:

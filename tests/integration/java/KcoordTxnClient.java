@@ -145,13 +145,19 @@ public class KcoordTxnClient {
         }
     }
 
+    // A first producer of the id with a transaction open: one record sent to partition 0.
+    static KafkaProducer<String, String> openTransaction(String id, String topic, String value) throws Exception {
+        KafkaProducer<String, String> producer = producer(id);
+        producer.initTransactions();
+        producer.beginTransaction();
+        producer.send(new ProducerRecord<>(topic, 0, "k", value)).get();
+        emit("{\"event\":\"sent\",\"producer\":1}");
+        return producer;
+    }
+
     static void fence() throws Exception {
         String topic = req("topic"), id = req("transactional-id");
-        try (KafkaProducer<String, String> first = producer(id)) {
-            first.initTransactions();
-            first.beginTransaction();
-            first.send(new ProducerRecord<>(topic, 0, "k", "fence-1")).get();
-            emit("{\"event\":\"sent\",\"producer\":1}");
+        try (KafkaProducer<String, String> first = openTransaction(id, topic, "fence-1")) {
             try (KafkaProducer<String, String> second = producer(id)) {
                 second.initTransactions();
                 emit("{\"event\":\"initialized\",\"producer\":2}");
@@ -175,22 +181,23 @@ public class KcoordTxnClient {
                         emit(error("failed", "abort", again));
                     }
                 }
-                second.beginTransaction();
-                second.send(new ProducerRecord<>(topic, 0, "k", "fence-2"));
-                second.commitTransaction();
-                emit("{\"event\":\"committed\",\"producer\":2}");
+                commitOne(second, topic, "fence-2");
             }
         }
         emit("{\"event\":\"done\"}");
     }
 
+    // The second producer of a transactional id commits one record to partition 0.
+    static void commitOne(KafkaProducer<String, String> producer, String topic, String value) {
+        producer.beginTransaction();
+        producer.send(new ProducerRecord<>(topic, 0, "k", value));
+        producer.commitTransaction();
+        emit("{\"event\":\"committed\",\"producer\":2}");
+    }
+
     static void timeout() throws Exception {
         String topic = req("topic"), id = req("transactional-id");
-        try (KafkaProducer<String, String> producer = producer(id)) {
-            producer.initTransactions();
-            producer.beginTransaction();
-            producer.send(new ProducerRecord<>(topic, 0, "k", "timeout-1")).get();
-            emit("{\"event\":\"sent\"}");
+        try (KafkaProducer<String, String> producer = openTransaction(id, topic, "timeout-1")) {
             Thread.sleep(num("sleep-ms", null));
             try {
                 producer.commitTransaction();
@@ -201,10 +208,7 @@ public class KcoordTxnClient {
         }
         try (KafkaProducer<String, String> after = producer(id)) {
             after.initTransactions();
-            after.beginTransaction();
-            after.send(new ProducerRecord<>(topic, 0, "k", "after-timeout"));
-            after.commitTransaction();
-            emit("{\"event\":\"committed\",\"producer\":2}");
+            commitOne(after, topic, "after-timeout");
         }
         emit("{\"event\":\"done\"}");
     }
