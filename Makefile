@@ -28,6 +28,7 @@ $(TSTAMP): $(PSTAMP)
 	@$(MAKE) --no-print-directory reference-kafka
 	@$(MAKE) --no-print-directory spark-kafka
 	@$(MAKE) --no-print-directory connect-kafka
+	@$(MAKE) --no-print-directory streams-kafka
 	touch $@
 
 # The reference Apache Kafka (broker, tools, Java client 4.x: ~55 MB of jars from Maven
@@ -56,6 +57,13 @@ spark-kafka: reference-kafka
 .PHONY: connect-kafka
 connect-kafka: reference-kafka
 	$(PY) -m kcoord.testing.connect fetch
+
+# Kafka Streams at the reference Kafka's version (kafka-streams, RocksDB and what they need:
+# ~95 MB, mostly RocksDB, into ~/.cache/kcoord/streams-VERSION, once), for tests/integration/test_streams_eos.py
+# (which also fetches them itself the first time). Maven is already there (reference-kafka).
+.PHONY: streams-kafka
+streams-kafka: reference-kafka
+	$(PY) -m kcoord.testing.streams fetch
 
 # The compose tests (tests/docker) need a docker engine + CLI, docker-compose and
 # debootstrap (a local base image: no registry is reachable). Installed with apt as root.

@@ -36,10 +36,12 @@ settings.load_profile("kcoord")
 # Seconds a unit (a test, by nodeid prefix, or a group) took in a `-n 4` run on the 2-core
 # VM while another suite ran beside it (2026-11-23); CPU-bound tests stretch most then.
 ESTIMATES = {
-    "reference-kafka": 795,       # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
+    "reference-kafka": 900,       # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
                                   # idempotent producers through the dropping proxy (~20 s), dynamic broker configs (~5 s),
                                   # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s), the Python clients'
-                                  # transactions (~22 s serially) and kafka-transactions (~8 s), 2026-11-26
+                                  # transactions (~22 s serially), kafka-transactions (~8 s), Java transactions
+                                  # (test_transactions_java.py, ~75 s serially) and Streams exactly-once
+                                  # (test_streams_eos.py, ~21 s), 2026-11-26
     "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
     "differential-delay3000": 250,
     "spark": 480,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
@@ -67,6 +69,7 @@ ESTIMATES = {
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
     "tests/conformance/test_check_kcoord.py::test_kcoord_check_passes_against_kcoord": 127,
     "tests/integration/test_group_scenarios.py::test_sixteen_members[java": 54,
+    "tests/integration/test_streams_eos.py::test_exactly_once_v2_counts_survive_a_killed_instance[kcoord]": 30,
     "tests/integration/test_reference_kafka.py::test_an_": 48,  # start and stop brokers of their own
     "tests/integration/test_durable_state.py::test_kill_9_twenty_times": 37,
     "tests/integration/test_group_scenarios.py::test_duplicate_instance_id_fences_the_older_member[java": 30,

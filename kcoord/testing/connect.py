@@ -80,11 +80,8 @@ def cache_dir(version: str | None = None) -> Path:
 def fetch(version: str | None = None) -> Path:
     """The directory of Connect's jars, fetched with Maven the first time (~30 MB)."""
     version = version or kafka_version()
-    home = cache_dir(version)
-    if not ((home / MARKER).exists() and (home / "libs").is_dir()):
-        jvm.require_java(ConnectUnavailable)
-    return maven.fetch(home, "libs", POM, {"kafka.version": version}, "connect-runtime-*.jar",
-                       f"Kafka Connect {version}", ConnectUnavailable)
+    return jvm.fetch_jars(cache_dir(version), "libs", POM, {"kafka.version": version}, "connect-runtime-*.jar",
+                          f"Kafka Connect {version}", ConnectUnavailable)
 
 
 def classpath(version: str | None = None) -> str:

@@ -59,6 +59,15 @@ def join_classpath(*entries) -> str:
     return os.pathsep.join(str(e) for e in entries)
 
 
+def fetch_jars(home: Path, subdir: str, pom: Path, properties: dict[str, str], expect: str, what: str,
+               error: type[Exception] = JavaUnavailable) -> Path:
+    """maven.fetch for jars a JVM will run: Java is required first, while a fetch is still due
+    (a fetched cache is used as it is, offline)."""
+    if not ((home / maven.MARKER).exists() and (home / subdir).is_dir()):
+        require_java(error)
+    return maven.fetch(home, subdir, pom, properties, expect, what, error)
+
+
 def fetched_jars(home: Path, expect: str, what: str, hint: str, error: type[Exception] = JavaUnavailable) -> str:
     """`home/libs/*` as a classpath, when a fetch has completed there (kcoord.testing.maven)
     and left a jar matching `expect`; otherwise `error`: "{what} jars are not in ...: {hint}".

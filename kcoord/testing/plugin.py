@@ -258,8 +258,10 @@ async def _on_loop(fn):
 
 
 # What the reference Kafka of a test session is started with: groups form without the
-# initial rebalance delay (as kcoord_server's) and tests may use short session timeouts.
-REFERENCE_KAFKA_CONFIG = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}
+# initial rebalance delay (as kcoord_server's), tests may use short session timeouts, and
+# a transaction past its timeout is aborted within a second (Kafka checks every 10 s by default).
+REFERENCE_KAFKA_CONFIG = {"group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
+                          "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}
 BROKERS = ("kcoord", "kafka")
 
 

@@ -87,10 +87,8 @@ def require_java() -> str:
 def fetch(version: str | None = None) -> Path:
     """The directory of the Kafka jars, fetched with Maven the first time (~55 MB)."""
     version = version or kafka_version()
-    if not ((cache_dir(version) / MARKER).exists() and (cache_dir(version) / "libs").is_dir()):
-        require_java()
-    return maven.fetch(cache_dir(version), "libs", POM, {"kafka.version": version}, "kafka_2.13-*.jar",
-                       f"Apache Kafka {version}", ReferenceKafkaUnavailable)
+    return jvm.fetch_jars(cache_dir(version), "libs", POM, {"kafka.version": version}, "kafka_2.13-*.jar",
+                          f"Apache Kafka {version}", ReferenceKafkaUnavailable)
 
 
 def classpath(version: str | None = None) -> str:

@@ -49,11 +49,8 @@ def cache_dir(version: str | None = None) -> Path:
 def fetch(version: str | None = None) -> Path:
     """The directory of the connector's jars, fetched with Maven the first time (~15 MB)."""
     version = version or spark_version()
-    home = cache_dir(version)
-    if not ((home / MARKER).exists() and (home / "jars").is_dir()):
-        jvm.require_java(SparkKafkaUnavailable)
-    return maven.fetch(home, "jars", POM, {"spark.version": version}, f"{CONNECTOR}-*.jar",
-                       f"{CONNECTOR} {version}", SparkKafkaUnavailable)
+    return jvm.fetch_jars(cache_dir(version), "jars", POM, {"spark.version": version}, f"{CONNECTOR}-*.jar",
+                          f"{CONNECTOR} {version}", SparkKafkaUnavailable)
 
 
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d+\.\d+(?:\.\d+)?(?:[-.]\w+)*\.jar$")
