@@ -65,6 +65,10 @@ class TransactionCoordinator:
     def _apply(self, new: TransactionMetadata) -> None:
         """Write `new`, then hold it; an OSError becomes COORDINATOR_NOT_AVAILABLE with nothing changed."""
         new.last_update_ms = max(new.last_update_ms, 0)
+        # As Kafka's prepareTransitionTo: the previous producer id of every new state is the
+        # id held before it (a new transactional id's own).
+        current = self.txns.get(new.transactional_id)
+        new.prev_producer_id = new.producer_id if current is None else current.producer_id
         try:
             self._write(new)
         except OSError as err:
@@ -114,7 +118,6 @@ class TransactionCoordinator:
             new.timeout_ms, new.start_ms, new.last_update_ms = timeout_ms, -1, now
             new.state, new.partitions = TxnState.EMPTY, set()
             if meta.epoch_exhausted and (expected is None or expected[1] == meta.producer_epoch):
-                new.prev_producer_id = meta.producer_id if expected is not None else NO_PRODUCER_ID
                 new.producer_id, new.producer_epoch = self.next_producer_id(), 0
                 new.last_producer_epoch = NO_PRODUCER_EPOCH
             elif expected is None:

@@ -42,7 +42,8 @@ def _kafka_python(bootstrap: str, topic: str, tid: str) -> None:
     producer.send(topic, b"committed", partition=1)
     producer.commit_transaction()
     producer.begin_transaction()
-    producer.send(topic, b"aborted", partition=1)
+    # Sent for sure before the abort (else the client may drop it, and add no partition).
+    producer.send(topic, b"aborted", partition=1).get(10)
     producer.abort_transaction()
     newer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=tid, transaction_timeout_ms=30000)
     newer.init_transactions()
@@ -65,6 +66,7 @@ def _confluent(bootstrap: str, topic: str, tid: str) -> None:
     producer.abort_transaction(30)   # nothing sent: no record on either broker
     producer.begin_transaction()
     producer.produce(topic, b"aborted", partition=1)
+    producer.flush(30)
     producer.abort_transaction(30)
 
 
