@@ -180,6 +180,15 @@ class KcoordHandle:
         runtime = self._thread.app.coordinator.runtime
         return self._thread.call(lambda: _on_loop(lambda: runtime.coordinator_node(group)))
 
+    def transaction_coordinator_of(self, transactional_id: str) -> int:
+        """The node id of the broker coordinating `transactional_id` now; -1 while none does."""
+        runtime = self._thread.app.transactions
+
+        def node():
+            shard = runtime.shards.get(runtime.partition_for(transactional_id))
+            return -1 if shard is None else shard.node
+        return self._thread.call(lambda: _on_loop(node))
+
     # ---- fault injection (kcoord.faults) ----
     def fault(self, rule=None, **spec):
         """Add a fault rule: fault(api="Heartbeat", error="NOT_COORDINATOR", times=2); returns its id."""

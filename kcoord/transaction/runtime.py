@@ -123,10 +123,13 @@ class TransactionRuntime:
         held, as the partition leaders' inter-broker calls reach it)."""
         index = self.partition_for(transactional_id)
         shard = self.shards.get(index)
-        if shard is None:
+        if shard is None and node is not None:
+            # A partition nobody coordinates yet (the topic was just created) starts on its
+            # leader when a request reaches it. A partition leader's inter-broker call (node
+            # None) starts nothing: a killed coordinator's partition waits for its next leader.
             self.ensure_topic()
             partition = self.topics.partition(TOPIC, index)
-            if partition is not None and partition.leader != NO_NODE and (node is None or partition.leader == node):
+            if partition is not None and partition.leader == node:
                 shard = self._load_now(index, partition.leader, partition.leader_epoch)
         if shard is None or (node is not None and shard.node != node):
             return ErrorCode.NOT_COORDINATOR, None
@@ -256,7 +259,8 @@ class TransactionRuntime:
             partition = self.topics.partition(topic, index)
             if partition is None:
                 continue
-            if partition.leader == NO_NODE:
+            if not self._leader_running(partition):
+                # Kafka's marker channel retries until the partition has a live leader again.
                 failed.add((topic, index))
                 continue
             try:
@@ -272,6 +276,13 @@ class TransactionRuntime:
                     log.warning("the marker of producer %d in %s-%d was refused: %s", producer_id, topic, index, err)
         self.topics.notify_appended()
         return failed
+
+    def _leader_running(self, partition) -> bool:
+        if partition.leader == NO_NODE:
+            return False
+        cluster = getattr(self.topics, "cluster", None)
+        node = None if cluster is None else cluster.nodes.get(partition.leader)
+        return node is None or node.running
 
     # ------------------------------------------------------------ timers
     def _tick_soon(self) -> None:
