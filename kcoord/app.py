@@ -71,7 +71,9 @@ class Kcoord:
         self.transactions = TransactionRuntime(
             runtime.timer, self.topics,
             TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms,
-                      abort_interval_ms=config.transaction_abort_interval_ms),
+                      abort_interval_ms=config.transaction_abort_interval_ms,
+                      id_expiration_ms=config.transactional_id_expiration_ms,
+                      expiration_interval_ms=config.transaction_remove_expired_interval_ms),
             config.transaction_state_log_partitions, bus=runtime.bus, load_ms=config.coordinator_load_ms,
             transaction_version=lambda: self.features.level("transaction.version"))
         self.transactions.groups = runtime

@@ -453,7 +453,11 @@ TABLE: tuple[BrokerConfig, ...] = (
                  "How often the coordinator aborts transactions older than their timeout.",
                  field="transaction_abort_interval_ms", at_least=1),
     BrokerConfig("transactional.id.expiration.ms", "int", "604800000",
-                 "Reported only: kcoord keeps every transactional id (docs/deviations.md).", at_least=1),
+                 "How long a transactional id with no transaction going is kept before it is forgotten.",
+                 field="transactional_id_expiration_ms", at_least=1),
+    BrokerConfig("transaction.remove.expired.transaction.cleanup.interval.ms", "int", "3600000",
+                 "How often expired transactional ids are removed.",
+                 field="transaction_remove_expired_interval_ms", at_least=1),
 )
 
 BY_NAME: dict[str, BrokerConfig] = {c.name: c for c in TABLE}

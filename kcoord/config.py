@@ -43,6 +43,8 @@ class ServerConfig:
     transaction_state_log_min_isr: int = default("transaction.state.log.min.isr")
     transaction_max_timeout_ms: int = default("transaction.max.timeout.ms")
     transaction_abort_interval_ms: int = default("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+    transactional_id_expiration_ms: int = default("transactional.id.expiration.ms")
+    transaction_remove_expired_interval_ms: int = default("transaction.remove.expired.transaction.cleanup.interval.ms")
     # How long the controller waits for a killed broker before moving its partitions away.
     broker_session_timeout_ms: int = default("broker.session.timeout.ms")
     auto_leader_rebalance_enable: bool = default("auto.leader.rebalance.enable")

@@ -39,6 +39,7 @@ class TxnConfig:
     max_timeout_ms: int = 900000                 # transaction.max.timeout.ms
     abort_interval_ms: int = 10000               # transaction.abort.timed.out.transaction.cleanup.interval.ms
     id_expiration_ms: int = 604800000            # transactional.id.expiration.ms
+    expiration_interval_ms: int = 3600000        # transaction.remove.expired.transaction.cleanup.interval.ms
     marker_retry_ms: int = 100
 
 
@@ -46,7 +47,8 @@ class TransactionCoordinator:
     def __init__(self, partition: int, coordinator_epoch: int, now_ms: Callable[[], int], config: TxnConfig,
                  next_producer_id: Callable[[], int], write: Callable[[TransactionMetadata], None],
                  write_markers: Callable[[TransactionMetadata, bool, int], set],
-                 server_version: Callable[[], int], on_event: Callable[..., None] | None = None):
+                 server_version: Callable[[], int], on_event: Callable[..., None] | None = None,
+                 remove: Callable[[str], None] | None = None):
         self.partition = partition
         self.coordinator_epoch = coordinator_epoch
         self.now_ms = now_ms
@@ -57,6 +59,7 @@ class TransactionCoordinator:
         self._write_markers = write_markers
         self.server_version = server_version   # the finalized transaction.version
         self.on_event = on_event or (lambda *a, **k: None)
+        self._remove = remove                 # writes an id's tombstone; raises OSError
         self.txns: dict[str, TransactionMetadata] = {}
         # transactional id -> (commit, partitions still without a marker)
         self.pending_markers: dict[str, tuple[bool, set]] = {}
@@ -370,6 +373,26 @@ class TransactionCoordinator:
                     continue
                 aborted.append(meta.transactional_id)
         return aborted
+
+    def expire_ids(self) -> list[str]:
+        """Kafka's transactional id expiration: an id whose last transaction ended (or that never
+        began one) more than transactional.id.expiration.ms ago is forgotten, its record
+        tombstoned; its next InitProducerId starts afresh."""
+        limit = self.now_ms() - self.config.id_expiration_ms
+        expired = []
+        for meta in list(self.txns.values()):
+            if (meta.state.complete and meta.last_update_ms <= limit
+                    and meta.transactional_id not in self.pending_markers and self._remove is not None):
+                try:
+                    self._remove(meta.transactional_id)
+                except OSError as err:
+                    log.warning("expiring transactional id %s failed: %s", meta.transactional_id, err)
+                    continue
+                del self.txns[meta.transactional_id]
+                expired.append(meta.transactional_id)
+        if expired:
+            log.info("expired %d transactional ids of __transaction_state-%d", len(expired), self.partition)
+        return expired
 
     # ---------------------------------------------------------------- admin
     def describe(self, transactional_id: str) -> dict:

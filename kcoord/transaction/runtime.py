@@ -174,7 +174,8 @@ class TransactionRuntime:
             write=lambda meta, index=shard.partition: self._write(index, meta),
             write_markers=lambda meta, commit, epoch, coordinator_epoch=shard.epoch:
                 self.write_markers(meta.producer_id, epoch, coordinator_epoch, commit, meta.partitions),
-            server_version=self.transaction_version, on_event=self._event)
+            server_version=self.transaction_version, on_event=self._event,
+            remove=lambda transactional_id, index=shard.partition: self._tombstone(index, transactional_id))
         metas = self._read(shard.partition)
         for meta in metas:
             for pid in (meta.producer_id, meta.prev_producer_id, meta.next_producer_id):
@@ -225,10 +226,15 @@ class TransactionRuntime:
 
     def _write(self, index: int, meta: TransactionMetadata) -> None:
         """The record of `meta`, durable before it is held (an OSError: nothing written)."""
-        partition = self.topics.partition(TOPIC, index)
         version = 1 if self.transaction_version() >= 1 else 0
-        record = (txn_records.key_bytes(meta.transactional_id), txn_records.value_bytes(meta, version),
-                  self.timer.now_ms())
+        self._append(index, txn_records.key_bytes(meta.transactional_id), txn_records.value_bytes(meta, version))
+
+    def _tombstone(self, index: int, transactional_id: str) -> None:
+        self._append(index, txn_records.key_bytes(transactional_id), None)
+
+    def _append(self, index: int, key: bytes, value: bytes | None) -> None:
+        partition = self.topics.partition(TOPIC, index)
+        record = (key, value, self.timer.now_ms())
         data = R.build_batch([record], partition.high_watermark, partition_leader_epoch=partition.leader_epoch)
         try:
             partition.append(data)
@@ -290,6 +296,13 @@ class TransactionRuntime:
             self._ticking = True
             self.timer.schedule("txn-abort-timed-out", self.config.abort_interval_ms, self._tick)
             self.timer.schedule("txn-marker-retry", self.config.marker_retry_ms, self._retry)
+            self.timer.schedule("txn-expire-ids", self.config.expiration_interval_ms, self._expire)
+
+    def _expire(self) -> None:
+        for shard in list(self.shards.values()):
+            if shard.state is ShardState.ACTIVE:
+                shard.coordinator.expire_ids()
+        self.timer.schedule("txn-expire-ids", self.config.expiration_interval_ms, self._expire)
 
     def _tick(self) -> None:
         for shard in list(self.shards.values()):

@@ -57,6 +57,7 @@ KAFKA_DEFAULTS = {
     "transaction.max.timeout.ms": "900000",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "10000",
     "transactional.id.expiration.ms": "604800000",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "3600000",
     "broker.session.timeout.ms": "9000",
     "auto.leader.rebalance.enable": "true",
     "leader.imbalance.check.interval.seconds": "300",

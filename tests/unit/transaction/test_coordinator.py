@@ -22,8 +22,10 @@ class Bed:
         self.refuse_markers = set()
         self.fail_writes = False
         ids = itertools.count(500)
+        self.removed = []
         self.c = TransactionCoordinator(3, 7, lambda: self.now, TxnConfig(max_timeout_ms=max_timeout_ms),
-                                        lambda: next(ids), self._write, self._markers, server_version=lambda: 2)
+                                        lambda: next(ids), self._write, self._markers, server_version=lambda: 2,
+                                        remove=self.removed.append)
 
     def _write(self, meta):
         if self.fail_writes:
@@ -216,3 +218,18 @@ def test_records_round_trip_in_both_value_versions(version):
                                                                 {"topic": "b", "partitionIds": [1]}]
     with pytest.raises(txn_records.TransactionRecordError):
         txn_records.decode_value("t", txn_records.value_bytes(meta, version)[:-3])
+
+
+def test_ids_with_no_transaction_going_expire_after_the_expiration_time():
+    b = Bed()
+    pid, epoch = b.begin("ongoing")
+    b.c.init_producer_id("idle", 60000, None)
+    done_pid, done_epoch = b.begin("done")
+    b.c.end_txn("done", done_pid, done_epoch, True, 0)
+    b.now += TxnConfig().id_expiration_ms - 1
+    assert b.c.expire_ids() == []
+    b.now += 1
+    assert sorted(b.c.expire_ids()) == ["done", "idle"] and sorted(b.removed) == ["done", "idle"]
+    assert sorted(b.c.txns) == ["ongoing"]   # an Ongoing one waits for its timeout instead
+    # An expired id starts afresh: a new producer id at epoch 0.
+    assert b.c.init_producer_id("idle", 60000, None)[2] == 0
