@@ -49,11 +49,15 @@ class TxnSession:
         return Connection.to(self.upstream, 10.0, client_id=SETUP_CLIENT_ID)
 
     def coordinator_ready(self, key: str, key_type: int = 1) -> None:
-        """Until FindCoordinator names one (Kafka creates __transaction_state on the first ask)
-        and it has loaded its partition (a describe answers without an error)."""
+        """Until FindCoordinator names one (Kafka creates __transaction_state on the first ask),
+        it has loaded its partition (a describe answers without an error), and for a transaction
+        the broker has producer ids to hand out (a new Kafka answers InitProducerId with
+        COORDINATOR_LOAD_IN_PROGRESS until its first block of ids arrives from the controller)."""
         def loaded(c: Connection) -> bool:
             if key_type == 1:
-                return _describe(c, key).error_code in (E.NONE, E.TRANSACTIONAL_ID_NOT_FOUND)
+                return (_describe(c, key).error_code in (E.NONE, E.TRANSACTIONAL_ID_NOT_FOUND)
+                        and c.call(INIT_PID, 5, {"transactional_id": None, "transaction_timeout_ms": TIMEOUT_MS,
+                                                 "producer_id": -1, "producer_epoch": -1}).error_code == E.NONE)
             return c.call(DESCRIBE_GROUPS, 5, {"groups": [key], "include_authorized_operations": False}
                           ).groups[0].error_code == E.NONE
 
