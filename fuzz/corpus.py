@@ -1,5 +1,6 @@
 """Seed requests (real traffic captured from kafka-python, aiokafka, confluent-kafka
-and the Java client in tests/golden/captures) and cheap mutations of them."""
+and the Java client in tests/golden/captures, and the transaction APIs those captures lack)
+and cheap mutations of them."""
 from __future__ import annotations
 
 import json
@@ -14,8 +15,54 @@ INTERESTING_INT16 = [0, 1, -1, 0x7FFF, -0x8000, 0xFF]
 INTERESTING_INT32 = [0, 1, -1, 0x7FFFFFFF, -0x80000000, 0xFFFF, 0x10000, 255, 256]
 
 
+# The transaction APIs (issue 25), which no captured client sent, as a producer and
+# kafka-transactions send them; names come from the mutation pools below, so what a mutated
+# request opens stays bounded.
+TRANSACTION_API_KEYS = (22, 24, 25, 26, 27, 28, 57, 61, 65, 66)
+
+
+def transaction_requests() -> list[bytes]:
+    """One request of each version that matters of every transaction API (without a size prefix)."""
+    from wire import codec
+    from wire import records as R
+
+    txn, pid = {"transactional_id": "fuzz", "producer_id": 1000, "producer_epoch": 0}, 1000
+    topics = [{"name": "fuzz", "partitions": [0, 1]}]
+    batch = R.build_batch([(b"k", b"v", 0)], producer_id=pid, producer_epoch=0, base_sequence=0, transactional=True)
+    offsets = [{"name": "fuzz", "partitions": [{"partition_index": 0, "committed_offset": 5,
+                                                "committed_leader_epoch": -1, "committed_metadata": ""}]}]
+    bodies = [
+        (22, 1, {"transactional_id": "fuzz", "transaction_timeout_ms": 60000}),
+        (22, 5, {"transactional_id": "fuzz", "transaction_timeout_ms": 60000, "producer_id": -1,
+                 "producer_epoch": -1}),
+        (22, 6, {"transactional_id": None, "transaction_timeout_ms": 60000, "producer_id": pid, "producer_epoch": 0}),
+        (24, 3, {"v3_and_below_transactional_id": "fuzz", "v3_and_below_producer_id": pid,
+                 "v3_and_below_producer_epoch": 0, "v3_and_below_topics": topics}),
+        (24, 5, {"transactions": [{**txn, "verify_only": True, "topics": topics}]}),
+        (25, 4, {**txn, "group_id": "fuzz-group"}),
+        (26, 4, {**txn, "committed": True}),
+        (26, 5, {**txn, "committed": False}),
+        (27, 1, {"markers": [{"producer_id": pid, "producer_epoch": 0, "transaction_result": False,
+                              "topics": [{"name": "fuzz", "partition_indexes": [0]}], "coordinator_epoch": 0}]}),
+        (28, 3, {**txn, "group_id": "fuzz-group", "generation_id": -1, "member_id": "", "group_instance_id": None,
+                 "topics": offsets}),
+        (28, 5, {**txn, "group_id": "fuzz-group", "generation_id": 1, "member_id": "a", "group_instance_id": None,
+                 "topics": offsets}),
+        (57, 1, {"timeout_ms": 1000, "validate_only": True, "feature_updates": [
+            {"feature": "transaction.version", "max_version_level": 2, "upgrade_type": 1}]}),
+        (61, 0, {"topics": [{"name": "fuzz", "partition_indexes": [0]}]}),
+        (65, 0, {"transactional_ids": ["fuzz", "a"]}),
+        (66, 2, {"state_filters": ["Ongoing"], "producer_id_filters": [pid], "duration_filter": -1,
+                 "transactional_id_pattern": "fu.*"}),
+        (0, 11, {"transactional_id": "fuzz", "acks": -1, "timeout_ms": 1000,
+                 "topic_data": [{"name": "fuzz", "partition_data": [{"index": 0, "records": batch}]}]}),
+    ]
+    return [codec.encode_request(key, version, {"correlation_id": 1, "client_id": "fuzz-txn"}, body)
+            for key, version, body in bodies]
+
+
 def seed_requests() -> list[bytes]:
-    """Every captured request payload (without its size prefix)."""
+    """Every captured request payload (without its size prefix), and the transaction requests."""
     seeds = []
     for path in sorted(CAPTURES.glob("*.jsonl")):
         with open(path, encoding="utf-8") as f:
@@ -25,7 +72,7 @@ def seed_requests() -> list[bytes]:
                     seeds.append(bytes.fromhex(event["hex"]))
     if not seeds:
         raise RuntimeError(f"no captured requests under {CAPTURES}")
-    return seeds
+    return seeds + transaction_requests()
 
 
 def mutate(payload: bytes, rnd: random.Random, seeds: list[bytes] | None = None) -> bytes:
