@@ -12,8 +12,8 @@ def _describe(ctx, transactional_id):
         if txn is not None:
             return txn.describe(transactional_id)
     return {"error_code": code, "transactional_id": transactional_id, "transaction_state": "",
-            "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
-            "producer_epoch": -1, "topics": []}
+            "transaction_timeout_ms": 0, "transaction_start_time_ms": 0, "producer_id": 0,
+            "producer_epoch": 0, "topics": []}
 
 
 async def describe_transactions(ctx, req):

@@ -13,9 +13,10 @@ from wire.errors import ErrorCode
 def _answer(ctx, req, code, message):
     body = {"throttle_time_ms": 0, "error_code": code, "error_message": message}
     if ctx.api_version < 2:
-        # Before v2 each feature has its own result, all carrying the request's outcome.
-        body["results"] = [{"feature": u.feature, "error_code": code, "error_message": message}
-                           for u in req.feature_updates]
+        # Before v2 each feature has a result of its own, but only in a success: Kafka's
+        # controller answers a refusal with the top-level error alone.
+        body["results"] = ([{"feature": u.feature, "error_code": code, "error_message": message}
+                            for u in req.feature_updates] if code == ErrorCode.NONE else [])
     return body
 
 
@@ -30,9 +31,7 @@ async def update_features(ctx, req):
         else:
             upgrade_type = update.get("upgrade_type", UPGRADE)
         level = max(update.max_version_level, 0)   # below 1: delete the feature (level 0)
-        if update.feature in changes:
-            return _answer(ctx, req, ErrorCode.INVALID_REQUEST,
-                           f"Feature {update.feature} appears more than once in the request.")
+        # A feature named twice: the last update counts, as in the controller's map of them.
         try:
             levels.check(update.feature, level, upgrade_type, ctx.broker.controller_id)
         except FeatureUpdateError as err:

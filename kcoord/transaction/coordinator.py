@@ -396,9 +396,10 @@ class TransactionCoordinator:
 
     # ---------------------------------------------------------------- admin
     def describe(self, transactional_id: str) -> dict:
+        # A refusal carries the message's defaults (0s), as Kafka sets only the id and the error.
         entry = {"error_code": ErrorCode.NONE, "transactional_id": transactional_id, "transaction_state": "",
-                 "transaction_timeout_ms": 0, "transaction_start_time_ms": -1, "producer_id": -1,
-                 "producer_epoch": -1, "topics": []}
+                 "transaction_timeout_ms": 0, "transaction_start_time_ms": 0, "producer_id": 0,
+                 "producer_epoch": 0, "topics": []}
         if not transactional_id:
             entry["error_code"] = ErrorCode.INVALID_REQUEST
             return entry
