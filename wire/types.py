@@ -14,6 +14,7 @@ the bytes actually present, so a 4-byte "array of 2^31 elements" costs nothing.
 """
 from __future__ import annotations
 
+import io as io_module
 import struct
 import uuid
 from io import BytesIO
@@ -136,6 +137,13 @@ def w_uvarint(v, io):
         io.write(bytes((v & 0x7F | 0x80,)))
         v >>= 7
     io.write(bytes((v,)))
+
+
+def uvarint_bytes(v: int) -> bytes:
+    """The unsigned varint of `v`, as bytes."""
+    out = io_module.BytesIO()
+    w_uvarint(v, out)
+    return out.getvalue()
 
 
 def r_bool(io):

@@ -16,21 +16,13 @@ from __future__ import annotations
 import struct
 
 from kcoord.transaction.state import NO_PRODUCER_ID, TransactionMetadata, TxnState
+from wire.types import uvarint_bytes as _uvarint
 
 KEY_VERSION = 0
 
 
 class TransactionRecordError(ValueError):
     pass
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def key_bytes(transactional_id: str) -> bytes:

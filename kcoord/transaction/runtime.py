@@ -13,15 +13,14 @@ also settles the group's pending transactional offsets.
 """
 from __future__ import annotations
 
-import enum
 import logging
 import re
-from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from kcoord.coordinator.clock import Timer
 from kcoord.coordinator.config import offsets_partition_for
 from kcoord.coordinator.events import EventKind, GroupEvent
+from kcoord.coordinator.runtime import Shard, ShardState
 from kcoord.log.partition import AppendError
 from kcoord.transaction import records as txn_records
 from kcoord.transaction.coordinator import TransactionCoordinator, TxnConfig
@@ -57,20 +56,6 @@ class ProducerIds:
     def observe(self, producer_id: int) -> None:
         if producer_id >= self._next:
             self._next = producer_id + 1
-
-
-class ShardState(enum.Enum):
-    LOADING = "loading"
-    ACTIVE = "active"
-
-
-@dataclass
-class Shard:
-    partition: int
-    node: int
-    epoch: int
-    state: ShardState
-    coordinator: TransactionCoordinator | None = None
 
 
 class TransactionRuntime:
@@ -200,7 +185,7 @@ class TransactionRuntime:
 
     def observe_log(self) -> None:
         """After a restart: no producer id the partitions' producer states hold is handed out again."""
-        for topic in list(self.topics.topics.values()) if hasattr(self.topics, "topics") else ():
+        for topic in list(self.topics.topics.values()):
             for partition in topic.partitions:
                 self.producer_ids_seen(partition)
 
