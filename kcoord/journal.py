@@ -1,10 +1,10 @@
-"""The coordinator event journal: one JSON line per group event, rotated by size.
+"""The coordinator event journal: one JSON line per group or transaction event, rotated by size.
 
 Offset commits are too frequent to journal one by one; they are summed per
 group and written as one `offset_commits` record per interval.
 
 The same lines can also go to a topic on this broker (`JournalTopic`, `--journal-topic`),
-keyed by group id, so that any Kafka client (Spark's Kafka source in `kcoord report
+keyed by group id (a transaction's record by its transactional id), so that any Kafka client (Spark's Kafka source in `kcoord report
 --kafka`) can read them.
 """
 from __future__ import annotations
@@ -115,7 +115,16 @@ class Journal:
     _closed = False
 
 
+# What a transaction record carries of its event's details, flat beside its kind and time.
+TRANSACTION_FIELDS = ("producer_id", "producer_epoch", "result", "fenced", "partitions")
+
+
 def _record(e: GroupEvent) -> dict:
+    if e.transactional_id is not None:
+        # A transactional id is no group: its records name it in a field of their own.
+        record = {"kind": str(e.kind), "time_ms": e.time_ms, "transactional_id": e.transactional_id}
+        record.update((k, e.details[k]) for k in TRANSACTION_FIELDS if k in e.details)
+        return record
     record = {"kind": str(e.kind), "time_ms": e.time_ms, "group_id": e.group_id, "generation": e.generation,
               "state_before": e.state_before, "state_after": e.state_after, "member_id": e.member_id,
               "instance_id": e.instance_id, "client_id": e.client_id, "client_host": e.client_host,
@@ -158,7 +167,7 @@ class JournalTopic:
             self._pending.append((record, line))
             return
         try:
-            key = record["group_id"].encode()
+            key = record_key(record)
             topic = self._topic()
             partition = topic.partitions[_partition_for(key, len(topic.partitions))]
             partition.append(R.build_batch([(key, line.encode(), int(record["time_ms"]))]))
@@ -183,6 +192,12 @@ class JournalTopic:
             topic = self.topics.create(self.name)
             log.info("journal topic %s created with %d partitions", self.name, len(topic.partitions))
         return topic
+
+
+def record_key(record: dict) -> bytes:
+    """A journal record's key in the topic: its group id, or a transaction's transactional id,
+    so that each one's records stay in order in one partition."""
+    return (record["transactional_id"] if "transactional_id" in record else record["group_id"]).encode()
 
 
 def check_journal_topic(name: str) -> None:

@@ -44,9 +44,10 @@ ESTIMATES = {
                                   # (test_streams_eos.py, ~21 s), 2026-11-26
     "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
     "differential-delay3000": 250,
-    "spark": 480,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
+    "spark": 515,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
                                   # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially),
-                                  # a three-broker kcoord's failovers (test_report_failover.py, ~50 s serially)
+                                  # a three-broker kcoord's failovers (test_report_failover.py, ~50 s serially),
+                                  # confluent-kafka transactions (test_report_transactions.py, ~35 s serially)
     "spark-source": 190,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
     "assignors-kafka": 30,        # test_assignors_vs_kafka.py: ~2,000 problems through one JVM running Kafka's assignors
     "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
@@ -81,7 +82,7 @@ ESTIMATES = {
 
 SPARK_MODULES = ("tests/analytics/test_report_journal.py", "tests/analytics/test_report_kafka_logs.py",
                  "tests/analytics/test_report_kafka_topic.py", "tests/analytics/test_report_offsets_topic.py",
-                 "tests/analytics/test_report_failover.py")
+                 "tests/analytics/test_report_failover.py", "tests/analytics/test_report_transactions.py")
 # One Spark session for both brokers' cases: the module's worker starts a reference Kafka of its
 # own rather than joining the long "reference-kafka" group with a Spark JVM beside it.
 SPARK_SOURCE_MODULE = "tests/integration/test_spark_kafka_source.py"

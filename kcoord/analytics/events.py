@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 FIELDS = ["time_ms", "source", "broker", "group_id", "kind", "generation", "state_before", "state_after",
           "member_id", "instance_id", "client_id", "client_host", "reason", "protocol", "members", "commits",
-          "partition"]
+          "partition", "transactional_id", "producer_id", "result", "txn_partitions"]
 
 # Where a group's coordinator went away and came back (kcoord.analytics.failover). `partition` is the
 # group's __consumer_offsets partition; `broker` the broker that loaded or unloaded it.
@@ -57,6 +57,8 @@ def parse_journal_line(line: str, broker: str = "kcoord"):
         rec = json.loads(line)
         kind = rec["kind"]
         time_ms = int(rec["time_ms"])
+        if "transactional_id" in rec:
+            return _transaction_event(rec, kind, time_ms, broker)
         group = rec["group_id"]
         if not isinstance(kind, str) or not isinstance(group, str):
             raise TypeError
@@ -80,6 +82,16 @@ def parse_journal_line(line: str, broker: str = "kcoord"):
                  client_id=rec.get("client_id"), client_host=rec.get("client_host"),
                  reason=rec.get("reason"), protocol=rec.get("protocol"),
                  members=int(rec["members"]) if rec.get("members") is not None else None)
+
+
+def _transaction_event(rec: dict, kind, time_ms: int, broker: str) -> dict:
+    """A transaction's record: no group (`group_id` null), `generation` the producer epoch."""
+    txn = rec["transactional_id"]
+    if not isinstance(kind, str) or not isinstance(txn, str):
+        raise TypeError
+    return event(time_ms, "journal", broker, None, kind, transactional_id=txn,
+                 producer_id=_int(rec.get("producer_id")), generation=_int(rec.get("producer_epoch")),
+                 result=rec.get("result"), txn_partitions=_int(rec.get("partitions")))
 
 
 # ---------------------------------------------------------------- Kafka server.log

@@ -70,6 +70,15 @@ def plots(summary: dict) -> dict[str, str]:
                   loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     ax.set_title("Rebalances per group (bar = PreparingRebalance → Stable; red = failover window: no coordinator)")
     fig.autofmt_xdate()
+    txns = (summary.get("transactions") or {}).get("transactions") or []
+    if txns:
+        txn_fig, txn_ax = transactions_timeline(txns)
+        if rebs or windows:
+            # one time axis for both, so a transaction lines up with the generations beside it
+            (a0, a1), (b0, b1) = ax.get_xlim(), txn_ax.get_xlim()
+            for each in (ax, txn_ax):
+                each.set_xlim(min(a0, b0), max(a1, b1))
+        out["transactions"] = _png(txn_fig)
     out["timeline"] = _png(fig)
 
     fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -88,6 +97,39 @@ def plots(summary: dict) -> dict[str, str]:
     ax.set_title("Causes")
     out["causes"] = _png(fig)
     return out
+
+
+TXN_COLOURS = {"committed": "tab:green", "aborted": "tab:orange", "timed_out": "tab:red", "open": "tab:gray"}
+
+
+def transactions_timeline(txns: list[dict], max_ids: int = 20):
+    """One row per transactional id (the `max_ids` with most transactions), a bar per transaction
+    from its start to its markers, coloured by outcome; an open one runs to the input's end."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    counts: dict[str, int] = {}
+    for t in txns:
+        counts[t["transactional_id"]] = counts.get(t["transactional_id"], 0) + 1
+    ids = sorted(counts, key=lambda i: (-counts[i], i))[:max_ids]
+    last_ms = max(t["end_ms"] or t["start_ms"] for t in txns)
+    day_ms = 86_400_000
+    fig, ax = plt.subplots(figsize=(10, 0.4 * max(len(ids), 2) + 1.2))
+    for i, tid in enumerate(ids):
+        for outcome, colour in TXN_COLOURS.items():
+            mine = [t for t in txns if t["transactional_id"] == tid and t["outcome"] == outcome]
+            spans = [(_num(t["start_ms"]), max((t["end_ms"] or last_ms) - t["start_ms"], 1) / day_ms) for t in mine]
+            ax.broken_barh(spans, (i - 0.35, 0.7), facecolors=colour)
+            # a tick per transaction: a few milliseconds' bar is thinner than a pixel
+            ax.plot([s for s, _ in spans], [i] * len(spans), "|", markersize=12, color=colour)
+    ax.set_yticks(range(len(ids)), ids)
+    ax.invert_yaxis()
+    ax.xaxis_date()
+    ax.legend(handles=[Patch(color=c, label=o.replace("_", " ")) for o, c in TXN_COLOURS.items()],
+              loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    ax.set_title("Transactions per transactional id (bar = first partition added → markers written)")
+    fig.autofmt_xdate()
+    return fig, ax
 
 
 def _table(rows: list[dict], cols: list[str], fmt=None) -> str:
@@ -152,6 +194,33 @@ def failover_section(failover: dict, shown: int = 50) -> str:
             + _table(longest, cols, fmt))
 
 
+def _transaction_counts(transactions: dict) -> str:
+    o = transactions["outcomes"]
+    return (f"{transactions['count']} transactions ({o['committed']} committed, {o['aborted']} aborted, "
+            f"{o['timed_out']} timed out, {o['open']} open)")
+
+
+def transactions_section(transactions: dict, plot: str | None, shown: int = 50) -> str:
+    """The transactions: their timeline beside the groups', per transactional id how they ended,
+    and the open ones and the longest."""
+    txns = transactions["transactions"]
+    if not txns:
+        return ""
+    longest = sorted(txns, key=lambda t: (t["end_ms"] is not None, -(t["duration_ms"] or 0)))[:shown]
+    cols = ["transactional_id", "seq", "producer_id", "producer_epoch", "start_ms", "end_ms", "duration_ms",
+            "outcome", "partitions"]
+    fmt = {c: (lambda v: "" if v is None else v) for c in cols}
+    fmt.update(start_ms=_when, end_ms=_when)
+    per_id = ["transactional_id", "opened", "committed", "aborted", "timed_out", "open", "total_ms", "max_ms"]
+    return (f"<h2>Transactions</h2><p>{html.escape(_transaction_counts(transactions))}: from a transaction's first "
+            "partition to its markers being written; timed out: aborted by the coordinator for its "
+            "transaction.timeout.ms; open: not ended when the input ends (empty end).</p>"
+            + (f'<img src="{plot}" alt="transactions">' if plot else "")
+            + "<h3>Per transactional id</h3>" + _table(transactions["per_id"], per_id,
+                                                       {c: (lambda v: "" if v is None else v) for c in per_id})
+            + "<h3>Open and longest transactions</h3>" + _table(longest, cols, fmt))
+
+
 def write_report(summary: dict, path) -> None:
     p = plots(summary)
     ms = {"start_ms": _when, "end_ms": _when, "hour_ms": _when}
@@ -159,14 +228,17 @@ def write_report(summary: dict, path) -> None:
                   key=lambda r: -r["duration_ms"])[:30]
     skips = summary.get("skips") or {}
     failover = summary.get("failover") or {"count": 0, "longest_ms": None, "windows": []}
+    transactions = summary.get("transactions") or {"count": 0, "transactions": []}
+    txn_counts = f", {_transaction_counts(transactions)}" if transactions["count"] else ""
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>kcoord rebalance report</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1.5em}}
 td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}th{{background:#eee}}</style></head><body>
 <h1>Rebalance report</h1>
 <p>{summary['inputs']} input files, {summary['events']} events, {summary['groups']} groups,
-{summary['rebalance_count']} rebalances, {_failover_counts(failover)}.
+{summary['rebalance_count']} rebalances, {_failover_counts(failover)}{html.escape(txn_counts)}.
 Skipped lines: {html.escape(str(sum(skips.values())))} {html.escape(str(skips)) if skips else ''}.</p>
 <h2>Timeline</h2><img src="{p['timeline']}" alt="timeline">
+{transactions_section(transactions, p.get('transactions'))}
 <h2>Durations</h2><img src="{p['durations']}" alt="durations">
 <h2>Causes</h2><img src="{p['causes']}" alt="causes">
 <h2>Top groups by rebalance time</h2>

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kcoord.analytics import events as ev
 from kcoord.analytics import rebalances as rb
+from kcoord.analytics import transactions as tx
 
 
 def list_inputs(inputs) -> list[tuple[str, str]]:
@@ -126,8 +127,8 @@ class _Progress:
 def event_schema():
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-    ints = {"generation", "members", "partition"}
-    longs = {"time_ms", "commits"}
+    ints = {"generation", "members", "partition", "txn_partitions"}
+    longs = {"time_ms", "commits", "producer_id"}
     return StructType([StructField(f, LongType() if f in longs else IntegerType() if f in ints else StringType())
                        for f in ev.FIELDS])
 
@@ -254,7 +255,7 @@ def rebalance_tables(spark, events):
     """(rebalances_df, hourly_df) from the events."""
     from pyspark.sql import functions as F
 
-    membership = events.where(F.col("kind") != "offset_commits").drop("time")
+    membership = events.where((F.col("kind") != "offset_commits") & F.col("transactional_id").isNull()).drop("time")
     rebalances_rdd = (membership.rdd.map(lambda r: (r["group_id"], r.asDict()))
                       .groupByKey()
                       .flatMap(lambda kv: rb.rebalances_for_group(kv[1]))
@@ -286,6 +287,41 @@ def rebalance_tables(spark, events):
               .withColumn("hour", F.timestamp_millis("hour_ms"))
               .orderBy("group_id", "hour_ms")).cache()
     return rebalances, hourly
+
+
+def transactions_table(spark, events):
+    """One row per transaction (kcoord.analytics.transactions), per transactional id on the executors."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    longs = {"producer_id", "start_ms", "end_ms", "duration_ms"}
+    ints = {"seq", "producer_epoch", "partitions"}
+    schema = StructType([StructField(f, LongType() if f in longs else IntegerType() if f in ints else StringType())
+                         for f in tx.TRANSACTION_FIELDS])
+    rows = (events.where(F.col("transactional_id").isNotNull()).drop("time").rdd
+            .map(lambda r: (r["transactional_id"], r.asDict())).groupByKey()
+            .flatMap(lambda kv: tx.transactions_for_id(kv[1]))
+            .map(lambda t: tuple(t[f] for f in tx.TRANSACTION_FIELDS)))
+    return (spark.createDataFrame(rows, schema).withColumn("start", F.timestamp_millis("start_ms"))
+            .withColumn("end", F.timestamp_millis("end_ms"))).cache()
+
+
+def transactions_summary(transactions) -> dict:
+    """The counts by outcome, per transactional id, and (20,000 at most) the transactions."""
+    rows = [r.asDict() for r in transactions.drop("start", "end").orderBy("transactional_id", "start_ms")
+            .limit(20_000).collect()]
+    from pyspark.sql import functions as F
+
+    counts = {o: 0 for o in tx.OUTCOMES}
+    for r in transactions.groupBy("outcome").count().collect():
+        counts[r["outcome"]] = r["count"]
+    per_id = (transactions.groupBy("transactional_id")
+              .agg(F.count("*").alias("opened"),
+                   *(F.sum(F.when(F.col("outcome") == o, 1).otherwise(0)).alias(o) for o in tx.OUTCOMES),
+                   F.sum("duration_ms").alias("total_ms"), F.max("duration_ms").alias("max_ms"))
+              .orderBy(F.desc("opened"), "transactional_id").limit(50).collect())
+    return {"count": sum(counts.values()), "outcomes": counts, "per_id": [r.asDict() for r in per_id],
+            "transactions": rows}
 
 
 def window_schema():
@@ -383,7 +419,7 @@ def summarise(events, rebalances, hourly) -> dict:
     done = rebalances.where(F.col("duration_ms").isNotNull())
     return {
         "events": events.count(),
-        "groups": events.select("group_id").distinct().count(),
+        "groups": events.where(F.col("group_id").isNotNull()).select("group_id").distinct().count(),
         "rebalances": [r.asDict() for r in rebalances.drop("start", "end").orderBy("group_id", "start_ms")
                        .limit(50_000).collect()],
         "rebalance_count": rebalances.count(),
@@ -530,6 +566,9 @@ def _write_outputs(spark, out: Path, files, lines, since, until, inputs: int, of
     windows.write.mode("overwrite").parquet(str(out / "failover_windows"))
     summary = summarise(events, rebalances, hourly)
     summary["failover"] = failover_summary(windows)
+    transactions = transactions_table(spark, events)
+    transactions.write.mode("overwrite").parquet(str(out / "transactions"))
+    summary["transactions"] = transactions_summary(transactions)
     connect_rounds, connect_holdings = connect_tables(spark, files, lines)
     since_ms, until_ms = parse_time(since), parse_time(until)
     if since_ms is not None:
@@ -551,6 +590,7 @@ def _print_done(summary: dict, out: Path, stream, took: str) -> None:
     skips = summary["skips"]
     print(f"[report] {summary['events']} events, {summary['rebalance_count']} rebalances in {summary['groups']} "
           f"groups; skipped {sum(skips.values())} lines {dict(skips) if skips else ''}; {took}; "
-          f"{summary['failover']['count']} failover windows; "
-          f"wrote {out}/{{events,rebalances,group_hourly,failover_windows,connect_rounds,connect_holdings}} and "
+          f"{summary['failover']['count']} failover windows; {summary['transactions']['count']} transactions; "
+          f"wrote {out}/{{events,rebalances,group_hourly,failover_windows,transactions,connect_rounds,"
+          f"connect_holdings}} and "
           f"{out / 'report.html'}", file=stream, flush=True)

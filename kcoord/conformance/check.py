@@ -15,12 +15,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-from kcoord.conformance import raw_scenarios
+from kcoord.conformance import raw_scenarios, txn_check_scenarios
 from kcoord.conformance.rawclient import parse_bootstrap
 
 # "java" is kafka-clients 3.9.1, "java4" kafka-clients 4.3.1 (kcoord.conformance.javaclient).
 CLIENTS = ("kafka-python", "aiokafka", "confluent", "java", "java4")
 SCENARIO_TIMEOUT = 120.0
+# The "raw" rows: the group scenarios, then the transactions' (kept apart from raw_scenarios.SCENARIOS,
+# which tests/conformance/test_differential.py compares transcript by transcript with the reference Kafka).
+RAW_SCENARIOS = {**raw_scenarios.SCENARIOS, **txn_check_scenarios.SCENARIOS}
 
 
 @dataclass
@@ -41,7 +44,7 @@ async def _run_raw(bootstrap: str, names: list[str]) -> list[Result]:
     async def one(name):
         start = time.monotonic()
         try:
-            out = await asyncio.wait_for(raw_scenarios.SCENARIOS[name](broker), SCENARIO_TIMEOUT)
+            out = await asyncio.wait_for(RAW_SCENARIOS[name](broker), SCENARIO_TIMEOUT)
             status = "skip" if out.skipped else "pass" if out.passed else "fail"
             observed, expected = out.observed, out.expected
         except raw_scenarios.Unsupported as err:
@@ -60,7 +63,7 @@ async def _run_raw(bootstrap: str, names: list[str]) -> list[Result]:
 
 
 def run_check(bootstrap: str, clients: list[str], scenarios: list[str] | None = None) -> list[Result]:
-    raw_names = [n for n in raw_scenarios.SCENARIOS if scenarios is None or n in scenarios]
+    raw_names = [n for n in RAW_SCENARIOS if scenarios is None or n in scenarios]
     results = asyncio.run(_run_raw(bootstrap, raw_names)) if raw_names else []
     if clients:
         from kcoord.conformance import client_scenarios
@@ -117,7 +120,7 @@ def _run_client(fn, name: str, bootstrap: str, client: str) -> Result:
 def all_scenarios() -> list[str]:
     from kcoord.conformance import client_scenarios
 
-    return [*raw_scenarios.SCENARIOS, *client_scenarios.SCENARIOS]
+    return [*RAW_SCENARIOS, *client_scenarios.SCENARIOS]
 
 
 def report_json(bootstrap: str, results: list[Result]) -> str:

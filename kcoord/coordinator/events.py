@@ -41,8 +41,10 @@ class EventKind(enum.StrEnum):
     # longer does; details say which partition, broker and leader epoch.
     LOADED = "coordinator_loaded"
     UNLOADED = "coordinator_unloaded"
-    # Transactions (kcoord.transaction): `group_id` carries the transactional id, `generation`
-    # the producer epoch; details name the producer id, the result and the partitions.
+    # Transactions (kcoord.transaction): `transactional_id` names the transactional id, `group_id`
+    # is empty (no subscriber may take it for a group), `generation` is the producer epoch; details
+    # name the producer id and epoch, the result ("commit"/"abort"), whether the producer was
+    # fenced and how many partitions the transaction had.
     TRANSACTION_INITIALIZED = "transaction_initialized"
     TRANSACTION_STARTED = "transaction_started"
     TRANSACTION_ENDING = "transaction_ending"
@@ -79,6 +81,7 @@ class GroupEvent:
     members: int = 0
     details: dict = field(default_factory=dict)
     cause: RebalanceCause | None = None   # set on REBALANCE_STARTED
+    transactional_id: str | None = None   # set on the TRANSACTION_* kinds
 
 
 class EventBus:

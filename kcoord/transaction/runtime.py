@@ -304,9 +304,8 @@ class TransactionRuntime:
     def _event(self, kind: str, transactional_id: str, **details) -> None:
         if self.bus is None:
             return
-        meta_kind = EventKind(kind)
-        self.bus.publish(GroupEvent(meta_kind, self.timer.now_ms(), transactional_id, details.get("producer_epoch", -1),
-                                    "", "", details={"transactional_id": transactional_id, **details}))
+        self.bus.publish(GroupEvent(EventKind(kind), self.timer.now_ms(), "", details.get("producer_epoch", -1),
+                                    "", "", details=details, transactional_id=transactional_id))
 
     # ----------------------------------------------------- every partition's view
     def active(self) -> list[TransactionCoordinator]:

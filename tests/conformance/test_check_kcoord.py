@@ -31,7 +31,7 @@ def test_kcoord_check_passes_against_kcoord():
     assert not failed, json.dumps(failed, indent=1)
     assert proc.returncode == 0 and report["passed"] is True
     rows = {(r["scenario"], r["client"]) for r in report["results"]}
-    assert rows == {(s, "raw") for s in check.raw_scenarios.SCENARIOS} | {
+    assert rows == {(s, "raw") for s in check.RAW_SCENARIOS} | {
         (s, c) for s in check.all_scenarios() if s.startswith("client:") for c in check.CLIENTS}
     for r in report["results"]:
         assert set(r) == {"scenario", "client", "status", "observed", "expected", "seconds"}
@@ -49,3 +49,36 @@ def test_kcoord_check_fails_when_the_broker_deviates():
     assert proc.returncode == 1, proc.stdout
     assert "FAIL" in proc.stdout and "heartbeat=NOT_COORDINATOR" in proc.stdout
     assert "1 passed" in proc.stdout
+
+
+TXN_ROWS = ",".join(check.txn_check_scenarios.SCENARIOS)
+
+
+def _check(bootstrap: str, scenarios: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kcoord", "check", "--bootstrap", bootstrap, "--clients", "none",
+                           "--scenarios", scenarios, "--json"], capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_transaction_rows_pass_against_the_reference_kafka(reference_kafka):
+    # The session's Kafka aborts timed-out transactions every second, so the timeout row waits ~2 s.
+    proc = _check(reference_kafka.bootstrap, TXN_ROWS, 180)
+    report = json.loads(proc.stdout)
+    assert {r["scenario"]: r["status"] for r in report["results"]} == {
+        s: "pass" for s in check.txn_check_scenarios.SCENARIOS}, json.dumps(report, indent=1)
+    timeout_row, = (r for r in report["results"] if r["scenario"] == "txn-timeout-abort")
+    assert "cleanup interval 1000 ms" in timeout_row["observed"]
+
+
+def test_the_transaction_rows_fail_when_the_broker_deviates():
+    # EndTxn refused everywhere: every row that ends a transaction must notice.
+    thread = start_server(fault_rules=["api=EndTxn,error=INVALID_TXN_STATE,seconds=600"], transaction_abort_interval_ms=500)
+    try:
+        proc = _check(thread.bootstrap, TXN_ROWS, 120)
+    finally:
+        thread.stop()
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["passed"] is False
+    status = {r["scenario"]: r["status"] for r in report["results"]}
+    assert status == {"txn-init-producer-id-fencing": "fail", "txn-commit-abort-read-committed": "fail",
+                      "txn-offset-commit-pending": "fail", "txn-unknown-transactional-id": "fail",
+                      "txn-timeout-abort": "fail"}, json.dumps(report, indent=1)
