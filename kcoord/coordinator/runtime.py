@@ -20,10 +20,8 @@ tells it of leadership changes (kcoord.cluster) and brokers lost, and the event 
 """
 from __future__ import annotations
 
-import enum
 import logging
-from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Protocol
 
 from kcoord.coordinator.clock import ScopedTimer, Timer
 from kcoord.coordinator.config import CoordinatorConfig, offsets_partition_for
@@ -34,12 +32,12 @@ from kcoord.coordinator.group import Group
 from kcoord.coordinator.offsets import CommittedOffset
 from kcoord.coordinator.records import RecordSink
 from kcoord.coordinator.results import ConsumerGroupDescription, GroupDescription
+from kcoord.coordinator.shards import NO_NODE, Shard, ShardedRuntime, ShardState
 from kcoord.coordinator.txn_offsets import LoadedPending
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.coordinator")
 
-NO_NODE = -1
 
 
 class PartitionLog(Protocol):
@@ -59,36 +57,22 @@ class PartitionLog(Protocol):
         before it returns); its offset."""
 
 
-class ShardState(enum.Enum):
-    LOADING = "loading"
-    ACTIVE = "active"
+class CoordinatorRuntime(ShardedRuntime):
+    topic_name = "__consumer_offsets"
+    holds = "groups"
+    load_key_prefix = "coordinator"
 
-
-@dataclass
-class Shard:
-    """One partition's coordinator on the broker leading it."""
-    partition: int
-    node: int
-    epoch: int                    # the partition's leader epoch when this broker took it
-    state: ShardState
-    coordinator: GroupCoordinator | None = None   # once loaded
-
-
-class CoordinatorRuntime:
     def __init__(self, timer: Timer, config: CoordinatorConfig, topics, bus: EventBus,
                  assignors: Callable | None = None, load_ms: int = 0):
-        self.timer = timer
+        super().__init__(timer, topics, load_ms)
         self.config = config
-        self.topics = topics          # the topic catalog (kcoord.log.topics.TopicStore)
         self.bus = bus
         self.assignors = assignors
-        self.load_ms = load_ms
         self.log: PartitionLog | None = None          # set by the app, with the record sink
         self.record_sink: RecordSink | None = None
         # The fault rules' coordinator switch and a failed write's: group id (None: every group)
         # -> the error every partition's coordinator answers; one dict, shared by them all.
         self.unavailable: dict[str | None, ErrorCode] = {}
-        self.shards: dict[int, Shard] = {}
         # Called with a group id after every change to the group (waiters re-check).
         self.on_change: Callable[[str], None] | None = None
         self._count: int | None = None
@@ -155,69 +139,25 @@ class CoordinatorRuntime:
         return self._load_now(index, node, partition.leader_epoch)
 
     # ------------------------------------------------------ loading, unloading
-    def load_led(self, serving: Iterable[int]) -> None:
-        """Load, at once, every partition a serving broker leads (a kcoord starting: its groups
-        are back before its listeners accept anyone)."""
-        topic = self.topics.get("__consumer_offsets") if self.topics is not None else None
-        serving = set(serving)
-        for partition in topic.partitions if topic is not None else ():
-            if partition.leader in serving and partition.index not in self.shards:
-                self._load_now(partition.index, partition.leader, partition.leader_epoch)
-
-    def leader_changed(self, index: int, new_leader: int, epoch: int) -> None:
-        """Partition `index` of __consumer_offsets has a new leader (NO_NODE: none): the old one
-        unloads it, the new one loads it."""
-        self._drop(index, "its partition is led by another broker now")
-        if new_leader == NO_NODE:
-            return
-        shard = self.shards[index] = Shard(index, new_leader, epoch, ShardState.LOADING)
-        log.info("broker %d loading the groups of __consumer_offsets-%d (leader epoch %d)", new_leader, index, epoch)
-        if self.load_ms <= 0:
-            self._finish_load(shard)
-        else:
-            self.timer.schedule(self._load_key(index), self.load_ms, lambda: self._finish_load(shard))
-
-    def node_lost(self, node: int) -> None:
-        """Broker `node` is gone without a word (killed): its coordinators' memory goes with it;
-        its partitions stay led by it until the controller fences it."""
-        for index, shard in list(self.shards.items()):
-            if shard.node == node:
-                self._drop(index, "its broker died")
-
-    def _load_key(self, index: int) -> str:
-        return f"coordinator-load-{index}"
-
-    def _load_now(self, index: int, node: int, epoch: int) -> Shard:
-        shard = self.shards[index] = Shard(index, node, epoch, ShardState.LOADING)
-        self._finish_load(shard)
-        return shard
-
-    def _finish_load(self, shard: Shard) -> None:
-        if self.shards.get(shard.partition) is not shard or shard.state is not ShardState.LOADING:
-            return  # unloaded (or taken again) meanwhile
+    def _build(self, shard: Shard) -> GroupCoordinator:
         coordinator = self._coordinator(shard.partition)
         classic, consumer, offsets, pending = (self.log.load(shard.partition) if self.log is not None
                                                else ((), (), (), None))
         coordinator.load(classic, consumer, offsets, pending, partition=shard.partition, node=shard.node,
                          leader_epoch=shard.epoch)
-        shard.coordinator = coordinator
-        shard.state = ShardState.ACTIVE
+        return coordinator
+
+    def _loaded(self, shard: Shard) -> None:
         if self.on_change is not None:
-            for group_id in [*coordinator.ctx.groups, *coordinator.ctx.consumer_groups]:
+            for group_id in [*shard.coordinator.ctx.groups, *shard.coordinator.ctx.consumer_groups]:
                 self.on_change(group_id)
 
-    def _drop(self, index: int, why: str) -> None:
-        shard = self.shards.pop(index, None)
-        if shard is None:
-            return
-        self.timer.cancel(self._load_key(index))
-        if shard.coordinator is not None:
-            groups = [*shard.coordinator.ctx.groups, *shard.coordinator.ctx.consumer_groups]
-            log.info("broker %d unloading the groups of __consumer_offsets-%d: %s", shard.node, index, why)
-            shard.coordinator.unload(partition=index, node=shard.node, leader_epoch=shard.epoch, reason=why)
-            if self.on_change is not None:
-                for group_id in groups:
-                    self.on_change(group_id)
+    def _unloaded(self, shard: Shard, why: str) -> None:
+        groups = [*shard.coordinator.ctx.groups, *shard.coordinator.ctx.consumer_groups]
+        shard.coordinator.unload(partition=shard.partition, node=shard.node, leader_epoch=shard.epoch, reason=why)
+        if self.on_change is not None:
+            for group_id in groups:
+                self.on_change(group_id)
 
     def _coordinator(self, index: int | None, unavailable: dict | None = None) -> GroupCoordinator:
         timer = self.timer if index is None else ScopedTimer(self.timer, f"p{index}/")

@@ -20,11 +20,11 @@ from typing import Callable, Iterable
 from kcoord.coordinator.clock import Timer
 from kcoord.coordinator.config import offsets_partition_for
 from kcoord.coordinator.events import EventKind, GroupEvent
-from kcoord.coordinator.runtime import Shard, ShardState
+from kcoord.coordinator.shards import NO_NODE, Shard, ShardedRuntime, ShardState
 from kcoord.log.partition import AppendError
 from kcoord.transaction import records as txn_records
 from kcoord.transaction.coordinator import TransactionCoordinator, TxnConfig
-from kcoord.transaction.state import NO_PRODUCER_ID, TransactionMetadata
+from kcoord.transaction.state import TransactionMetadata
 from wire import records as R
 from wire.errors import ErrorCode
 
@@ -35,7 +35,6 @@ OFFSETS_TOPIC = "__consumer_offsets"
 # As Kafka creates the topic (min.insync.replicas is transaction.state.log.min.isr, set by the app).
 TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed", "segment.bytes": "104857600",
                  "unclean.leader.election.enable": "false"}
-NO_NODE = -1
 # A partition is compacted in memory once it holds this many records more than after its last
 # compaction (every transaction writes three or four).
 COMPACT_EVERY_RECORDS = 20000
@@ -58,19 +57,20 @@ class ProducerIds:
             self._next = producer_id + 1
 
 
-class TransactionRuntime:
+class TransactionRuntime(ShardedRuntime):
+    topic_name = TOPIC
+    holds = "transactions"
+    load_key_prefix = "txn"
+
     def __init__(self, timer: Timer, topics, config: TxnConfig, partitions: int, bus=None,
                  load_ms: int = 0, transaction_version: Callable[[], int] = lambda: 2):
-        self.timer = timer
-        self.topics = topics
+        super().__init__(timer, topics, load_ms)
         self.config = config
         self.configured_partitions = partitions
         self.bus = bus
-        self.load_ms = load_ms
         self.transaction_version = transaction_version   # the finalized transaction.version
         self.producer_ids = ProducerIds()
         self.groups = None            # kcoord.coordinator.runtime.CoordinatorRuntime, set by the app
-        self.shards: dict[int, Shard] = {}
         self._count: int | None = None
         self._compacted: dict[int, int] = {}   # partition -> records it held after its last compaction
         self._ticking = False
@@ -123,37 +123,7 @@ class TransactionRuntime:
         return ErrorCode.NONE, shard.coordinator
 
     # ------------------------------------------------------ loading, unloading
-    def load_led(self, serving: Iterable[int]) -> None:
-        topic = self.topics.get(TOPIC)
-        serving = set(serving)
-        for partition in topic.partitions if topic is not None else ():
-            if partition.leader in serving and partition.index not in self.shards:
-                self._load_now(partition.index, partition.leader, partition.leader_epoch)
-
-    def leader_changed(self, index: int, new_leader: int, epoch: int) -> None:
-        self._drop(index, "its partition is led by another broker now")
-        if new_leader == NO_NODE:
-            return
-        shard = self.shards[index] = Shard(index, new_leader, epoch, ShardState.LOADING)
-        log.info("broker %d loading the transactions of %s-%d (coordinator epoch %d)", new_leader, TOPIC, index, epoch)
-        if self.load_ms <= 0:
-            self._finish_load(shard)
-        else:
-            self.timer.schedule(f"txn-load-{index}", self.load_ms, lambda: self._finish_load(shard))
-
-    def node_lost(self, node: int) -> None:
-        for index, shard in list(self.shards.items()):
-            if shard.node == node:
-                self._drop(index, "its broker died")
-
-    def _load_now(self, index: int, node: int, epoch: int) -> Shard:
-        shard = self.shards[index] = Shard(index, node, epoch, ShardState.LOADING)
-        self._finish_load(shard)
-        return shard
-
-    def _finish_load(self, shard: Shard) -> None:
-        if self.shards.get(shard.partition) is not shard or shard.state is not ShardState.LOADING:
-            return
+    def _build(self, shard: Shard) -> TransactionCoordinator:
         coordinator = TransactionCoordinator(
             shard.partition, shard.epoch, self.timer.now_ms, self.config, self.producer_ids.next,
             write=lambda meta, index=shard.partition: self._write(index, meta),
@@ -166,18 +136,12 @@ class TransactionRuntime:
             for pid in (meta.producer_id, meta.prev_producer_id, meta.next_producer_id):
                 self.producer_ids.observe(pid)
         coordinator.replay(metas)
-        shard.coordinator = coordinator
-        shard.state = ShardState.ACTIVE
-        coordinator.finish_loaded()
-        self._tick_soon()
+        return coordinator
 
-    def _drop(self, index: int, why: str) -> None:
-        shard = self.shards.pop(index, None)
-        if shard is None:
-            return
-        self.timer.cancel(f"txn-load-{index}")
-        if shard.coordinator is not None:
-            log.info("broker %d unloading the transactions of %s-%d: %s", shard.node, TOPIC, index, why)
+    def _loaded(self, shard: Shard) -> None:
+        # Kafka's load: a transaction found in a Prepare state gets its markers and completes.
+        shard.coordinator.finish_loaded()
+        self._tick_soon()
 
     def producer_ids_seen(self, partition) -> None:
         for entry in partition.producers():

@@ -46,6 +46,19 @@ def _pending_offsets(bootstrap: str, group: str, topic: str) -> list[int]:
     return [p.error_code for p in answer.groups[0].topics[0].partitions]
 
 
+def _kill(server) -> None:
+    server.send_signal(signal.SIGKILL)
+    server.wait(10)
+
+
+def _wait_stable(bootstrap: str, topic: str, timeout: float = 30) -> None:
+    """Until no transaction holds the last stable offset back (every marker written)."""
+    deadline = time.monotonic() + timeout
+    while _last_stable(bootstrap, topic) != end_offsets(bootstrap, topic) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _last_stable(bootstrap, topic) == end_offsets(bootstrap, topic)
+
+
 def test_kill_9_keeps_committed_transactions_and_never_shows_a_half_one(tmp_path):
     port = free_port()
     bootstrap = f"127.0.0.1:{port}"
@@ -64,9 +77,10 @@ def test_kill_9_keeps_committed_transactions_and_never_shows_a_half_one(tmp_path
         committer.begin_transaction()
         committer.send(topic, b"aborted", partition=0).get(10)
         committer.abort_transaction()
-        # Left open at the kill: records in both partitions and offsets pending in a group.
+        # Left open at the kill, with a timeout no restart outlasts: records in both partitions
+        # and offsets pending in a group.
         hanging = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="durable-open",
-                                transaction_timeout_ms=TIMEOUT_MS)
+                                transaction_timeout_ms=120000)
         hanging.init_transactions()
         hanging.begin_transaction()
         for p in range(2):
@@ -75,21 +89,22 @@ def test_kill_9_keeps_committed_transactions_and_never_shows_a_half_one(tmp_path
         committed = [f"c{n}-{p}" for n in range(3) for p in range(2)]
         assert _read_committed(bootstrap, topic) == committed
         stable_before = _last_stable(bootstrap, topic)
-        server.send_signal(signal.SIGKILL)
-        server.wait(10)
+        _kill(server)
         committer.close(timeout=0)
         hanging.close(timeout=0)
 
         server = _serve(tmp_path, port, extra=extra)
-        # At once: every committed record, none of the aborted or open ones; the LSO where it was.
+        # Every committed record, none of the aborted or open ones; the LSO where it was, the
+        # group's offset still pending.
         assert _read_committed(bootstrap, topic) == committed
         assert _last_stable(bootstrap, topic) == stable_before
         assert _pending_offsets(bootstrap, group, topic) == [88, 0]   # UNSTABLE_OFFSET_COMMIT on partition 0
-        # The open transaction's timeout passes: the restarted coordinator aborts it.
-        deadline = time.monotonic() + 30
-        while _last_stable(bootstrap, topic) != end_offsets(bootstrap, topic) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert _last_stable(bootstrap, topic) == end_offsets(bootstrap, topic)
+        # A new producer with the id finds the transaction Ongoing in the reloaded
+        # __transaction_state, fences its producer and aborts it (CONCURRENT_TRANSACTIONS, retried).
+        newer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="durable-open")
+        newer.init_transactions()
+        newer.close()
+        _wait_stable(bootstrap, topic)
         assert _read_committed(bootstrap, topic) == committed
         assert _pending_offsets(bootstrap, group, topic) == [0, 0]
         with Connection.to(bootstrap) as conn:
@@ -97,22 +112,20 @@ def test_kill_9_keeps_committed_transactions_and_never_shows_a_half_one(tmp_path
                 {"name": topic, "partition_indexes": [0]}]}], "require_stable": True})
         assert fetched.groups[0].topics[0].partitions[0].committed_offset == -1   # aborted: never committed
 
-        # The same ids go on after the restart: a commit, and an open one a new producer fences.
-        again = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="durable-commits")
+        # The same id commits after the restart; then one left open at the next kill is aborted
+        # at its timeout by the coordinator that reloaded it.
+        again = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="durable-commits",
+                              transaction_timeout_ms=TIMEOUT_MS)
         again.init_transactions()
         again.begin_transaction()
         again.send(topic, b"after-0", partition=0)
         again.commit_transaction()
         again.begin_transaction()
-        again.send(topic, b"fenced-0", partition=0).get(10)
-        server.send_signal(signal.SIGKILL)
-        server.wait(10)
+        again.send(topic, b"timed-out-0", partition=0).get(10)
+        _kill(server)
         again.close(timeout=0)
         server = _serve(tmp_path, port, extra=extra)
-        newer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id="durable-commits")
-        newer.init_transactions()   # aborts the open transaction (CONCURRENT_TRANSACTIONS, retried)
-        newer.close()
-        assert _last_stable(bootstrap, topic) == end_offsets(bootstrap, topic)
+        _wait_stable(bootstrap, topic)
         assert _read_committed(bootstrap, topic) == sorted(committed + ["after-0"])
     finally:
         server.kill()
