@@ -65,7 +65,7 @@ UNMODELLED = ["process.roles", "controller.quorum.voters", "inter.broker.listene
               "listener.security.protocol.map", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
               "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
               "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-              "transaction.state.log.replication.factor", "transaction.state.log.min.isr", "log.retention.hours",
+              "log.retention.hours",
               "log.segment.bytes", "log.retention.check.interval.ms"]
 
 
@@ -142,6 +142,7 @@ def test_kafka_server_properties_runs_unchanged(kraft_node):
         assert log.count(f"kcoord: ignoring config {key} (") == 1, (key, log)
     assert log.count("kcoord: ignoring config log.dirs (") == 1
     assert "ignoring config group." not in log and "ignoring config listeners" not in log
+    assert "ignoring config transaction." not in log   # the transaction coordinator's configs are modelled
 
 
 def test_kafkas_default_minimum_refuses_a_3s_session():
