@@ -36,13 +36,12 @@ settings.load_profile("kcoord")
 # Seconds a unit (a test, by nodeid prefix, or a group) took in a `-n 4` run on the 2-core
 # VM while another suite ran beside it (2026-11-23); CPU-bound tests stretch most then.
 ESTIMATES = {
-    "reference-kafka": 800,       # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
+    "reference-kafka": 1000,      # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
                                   # idempotent producers through the dropping proxy (~20 s), dynamic broker configs (~5 s),
-                                  # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s), 2026-11-26
-    "txn-kafka": 260,             # the [kafka] cases of the transaction modules (TXN_MODULES) on a Kafka of their own
-                                  # worker: Java transactions (~75 s serially), Streams exactly-once (~21 s), the Python
-                                  # clients (~22 s), kafka-transactions (~8 s), __transaction_state (~12 s), the
-                                  # differential scenarios (~7 s), 2026-11-26
+                                  # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s); the transaction modules:
+                                  # Java (~75 s serially), Streams exactly-once (~21 s), the Python clients (~22 s),
+                                  # kafka-transactions (~8 s), __transaction_state (~12 s), the differential scenarios
+                                  # (~7 s), 2026-11-26
     "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
     "differential-delay3000": 250,
     "spark": 515,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
@@ -89,11 +88,6 @@ SPARK_MODULES = ("tests/analytics/test_report_journal.py", "tests/analytics/test
 SPARK_SOURCE_MODULE = "tests/integration/test_spark_kafka_source.py"
 # The consumer group protocol (KIP-848) modules: their [kafka] cases run on a reference Kafka of
 # their own (short consumer-group session timeouts; the `consumer_protocol_kafka` fixture below).
-# The transaction modules (issue 25): their [kafka] cases form a group of their own, so a second
-# worker runs them on a reference Kafka of its own beside the long "reference-kafka" group.
-TXN_MODULES = ("tests/integration/test_transactions_java.py", "tests/integration/test_streams_eos.py",
-               "tests/integration/test_transactions_clients.py", "tests/integration/test_transactions_tool.py",
-               "tests/integration/test_transaction_state_topic.py", "tests/conformance/test_txn_differential.py")
 CONSUMER_PROTOCOL_MODULES = ("tests/integration/test_consumer_protocol.py",
                              "tests/conformance/test_consumer_protocol_raw.py")
 
@@ -120,8 +114,6 @@ def _group(item, broker_choice: str) -> str | None:
             callspec is not None and callspec.params.get("cluster") == "kafka"):
         return "reference-kafka-cluster"
     if _uses_session_kafka(item, broker_choice):
-        if module in TXN_MODULES:
-            return "txn-kafka"
         return "consumer-kafka" if module in CONSUMER_PROTOCOL_MODULES else "reference-kafka"
     return None
 

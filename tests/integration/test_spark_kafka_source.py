@@ -31,12 +31,18 @@ def spark():
         pytest.fail("Spark's Kafka source needs Java 17+ on PATH (apt-get install openjdk-17-jre-headless)")
     from kcoord.testing.spark_kafka import SparkKafkaUnavailable, spark_session
 
+    from pyspark.sql import SparkSession
+
+    # A worker that ran the analytics modules first holds their session-wide SparkSession:
+    # Spark's builder hands that one back, and stopping it here would kill it under them.
+    earlier = SparkSession.getActiveSession()
     try:
         session = spark_session()
     except SparkKafkaUnavailable as err:
         pytest.fail(f"{err} (`make install-test` fetches it)")
     yield session
-    session.stop()
+    if earlier is None:
+        session.stop()
 
 
 def _name(stem: str) -> str:
