@@ -38,8 +38,10 @@ def _kafka_python(bootstrap: str, topic: str, tid: str) -> None:
     producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=tid, transaction_timeout_ms=30000)
     producer.init_transactions()
     producer.begin_transaction()
-    producer.send(topic, b"committed", partition=0)
-    producer.send(topic, b"committed", partition=1)
+    # One at a time: whether the client adds the two partitions in one AddPartitionsToTxn or two
+    # (one record or two) is otherwise its batching's timing.
+    producer.send(topic, b"committed", partition=0).get(10)
+    producer.send(topic, b"committed", partition=1).get(10)
     producer.commit_transaction()
     producer.begin_transaction()
     # Sent for sure before the abort (else the client may drop it, and add no partition).
