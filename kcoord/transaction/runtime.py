@@ -80,8 +80,6 @@ class TransactionRuntime(ShardedRuntime):
         topic = self.topics.get(TOPIC)
         if topic is None:
             topic = self.topics.create(TOPIC)   # the store's InternalTopic settings
-            for partition in topic.partitions:
-                self.producer_ids_seen(partition)
         return topic
 
     def partition_count(self) -> int:
@@ -143,15 +141,12 @@ class TransactionRuntime(ShardedRuntime):
         shard.coordinator.finish_loaded()
         self._tick_soon()
 
-    def producer_ids_seen(self, partition) -> None:
-        for entry in partition.producers():
-            self.producer_ids.observe(entry[0])
-
     def observe_log(self) -> None:
         """After a restart: no producer id the partitions' producer states hold is handed out again."""
         for topic in list(self.topics.topics.values()):
             for partition in topic.partitions:
-                self.producer_ids_seen(partition)
+                for entry in partition.producers():
+                    self.producer_ids.observe(entry[0])
 
     # ------------------------------------------------------------ the log
     def _read(self, index: int) -> list[TransactionMetadata]:
