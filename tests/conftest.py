@@ -66,7 +66,7 @@ ESTIMATES = {
                                   # their own with short consumer sessions: scenarios with java4/confluent members,
                                   # raw ConsumerGroupHeartbeat cases
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
-    "tests/integration/test_group_lifecycle.py::test_a_million_unknown_group_ids_leave_nothing_behind": 425,
+    "tests/integration/test_group_lifecycle.py::test_unknown_group_ids_leave_nothing_behind": 110,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
     "tests/conformance/test_check_kcoord.py::test_kcoord_check_passes_against_kcoord": 127,
     "tests/integration/test_group_scenarios.py::test_sixteen_members[java": 54,

@@ -9,7 +9,8 @@ JSON lines, as kafka-tools' VerifiableConsumer prints them (auto-commit off: it 
 synchronously after each batch it consumed): startup_complete, partitions_assigned,
 partitions_revoked, records_consumed {count, partitions: [{topic, partition, count,
 minOffset, maxOffset}]}, offsets_committed {offsets: [{topic, partition, offset}], success,
-error}, shutdown_complete; and one of kcoord's own, group_member {member_id, generation}, after
+error}, shutdown_complete; and kcoord's own: poll_error {error} (a retriable error out of
+kafka-python's poll, which it then calls again), group_member {member_id, generation}, after
 each assignment (the generation where the client tells it). SIGTERM closes the consumer
 (a dynamic member leaves its group); SIGKILL leaves without a word.
 """
@@ -57,6 +58,7 @@ def _committed(offsets: dict, error: BaseException | str | None = None) -> None:
 
 def run_kafka_python(a) -> None:
     from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.errors import KafkaError
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
     kw = {"group_instance_id": a.instance_id} if a.instance_id else {}
@@ -79,7 +81,17 @@ def run_kafka_python(a) -> None:
     subscribe_kafka_python(c, [a.topic], listener=Listener())
     emit("startup_complete")
     while not stop.is_set():
-        offsets = _consumed(_batch(c.poll(timeout_ms=200)))
+        try:
+            records = c.poll(timeout_ms=200)
+        except KafkaError as err:
+            # kafka-python 3.0 lets a refused connect to a broker that just went down out of
+            # poll() (seen after its coordinator's broker stopped); Java's poll() retries such
+            # errors inside, so the member reports it and polls again, as an application would.
+            if not err.retriable:
+                raise
+            emit("poll_error", error=type(err).__name__)
+            continue
+        offsets = _consumed(_batch(records))
         if not offsets:
             continue
         try:

@@ -36,7 +36,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("connect")]
 
 CONNECTORS = {"src-a": 4, "src-b": 4}
 SESSION_MS = 6_000
-MAX_DELAY_MS = 15_000   # a killed worker's JVM restarts within it even under the full suite's load
+MAX_DELAY_MS = 25_000   # a killed worker's JVM restarts within it under the full suite's load (17 s seen on CI)
 
 
 @pytest.fixture(scope="module", autouse=True)
