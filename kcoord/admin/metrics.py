@@ -17,9 +17,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.utils import floatToGoString
 
 from kcoord.admin.cluster_view import groups_coordinated, partitions_led
-from kcoord.coordinator.consumer_group import ConsumerGroupState
+from kcoord.coordinator.consumer.group import ConsumerGroupState
 from kcoord.coordinator.events import EventKind, GroupEvent, RebalanceCause
-from kcoord.coordinator.state import GroupState
+from kcoord.coordinator.classic.state import GroupState
 
 class _RequestCollector:
     """kcoord_requests_total{api,version,error,broker} and kcoord_request_latency_seconds{api,broker}:

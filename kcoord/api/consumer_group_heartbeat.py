@@ -1,6 +1,6 @@
 """ConsumerGroupHeartbeat (KIP-848): join, stay in, reconcile with and leave a consumer group.
 
-Translation only: every rule lives in kcoord.coordinator.consumer_protocol.
+Translation only: every rule lives in kcoord.coordinator.consumer.protocol.
 """
 import uuid
 

@@ -1,8 +1,15 @@
-"""The group coordinator: pure logic (`coordinator` in front of `membership`, `consumer_protocol`,
-`offset_manager` and `group_admin`, sharing a `context`, with transactions' pending offsets in
-`txn_offsets`), one per __consumer_offsets partition
-on the broker leading it (`runtime`), time (`clock`), the state table (`state`), requests and
-results, the records it writes (`records`), events (`events`), and its asyncio face (`service`)."""
+"""The group coordinator: pure logic over an injected clock, one per __consumer_offsets
+partition on the broker leading it (`runtime`, over `shards`), with its asyncio face (`service`).
+
+Shared by every group type, here: `coordinator` (the front: which part serves each API),
+`context` (what an operation shares and collects), `clock`, `config`, `requests` and
+`results`, `records` (what a restart rebuilds from), `events`, `group_admin` (describe, list,
+delete) and `javaorder` (Java's hash iteration orders, for Kafka's exact assignments). Each
+group type has a folder of its own, as in Kafka's group-coordinator module: `classic/` (the
+group, its state table, JoinGroup/SyncGroup/Heartbeat/LeaveGroup), `consumer/` (KIP-848: the
+group, the heartbeat, reconciliation, regexes, snapshots, online migration); beside them
+`assignors/` (the consumer groups' server assignors) and `offsets/` (committed offsets, their
+requests and retention, transactions' pending offsets)."""
 from kcoord.coordinator.clock import AsyncioTimer, ManualTimer, Timer
 from kcoord.coordinator.config import CoordinatorConfig, offsets_partition_for
 from kcoord.coordinator.coordinator import GroupCoordinator
@@ -15,7 +22,7 @@ from kcoord.coordinator.results import (
 )
 from kcoord.coordinator.runtime import CoordinatorRuntime
 from kcoord.coordinator.service import BrokerCoordinator, CoordinatorService, parked
-from kcoord.coordinator.state import GroupState
+from kcoord.coordinator.classic.state import GroupState
 
 __all__ = [
     "AsyncioTimer", "ManualTimer", "Timer", "CoordinatorConfig", "offsets_partition_for", "FetchedOffset",

@@ -24,12 +24,12 @@ from typing import Any, Callable, Protocol
 from kcoord.coordinator.clock import Timer
 from kcoord.coordinator.config import CoordinatorConfig
 from kcoord.coordinator.events import EventBus, EventKind, GroupEvent, RebalanceCause
-from kcoord.coordinator.group import Group, Member
-from kcoord.coordinator.offsets import OffsetStore
+from kcoord.coordinator.classic.group import Group, Member
+from kcoord.coordinator.offsets.committed import OffsetStore
 from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record, RecordSink, TxnOffsetCommitRecord
 from kcoord.coordinator.results import failed
-from kcoord.coordinator.state import GroupState
-from kcoord.coordinator.txn_offsets import PendingOffsets
+from kcoord.coordinator.classic.state import GroupState
+from kcoord.coordinator.offsets.transactional import PendingOffsets
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.coordinator")
@@ -60,7 +60,7 @@ class CoordinatorContext:
         self.topics = topics
         self.bus = bus
         self.groups: dict[str, Group] = {}
-        # Consumer groups (KIP-848, consumer_protocol.py). A group id names one group of either kind.
+        # Consumer groups (KIP-848, consumer/protocol.py). A group id names one group of either kind.
         self.consumer_groups: dict = {}
         self.offsets = OffsetStore()
         # Offsets of transactions not yet ended (TxnOffsetCommit), per producer.

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from kcoord.coordinator.assignors import ServerAssignor
+from kcoord.coordinator.assignors.spec import ServerAssignor
 from kcoord.coordinator.assignors import assignors as builtin_assignors
 from kcoord.coordinator.clock import Timer
-from kcoord.coordinator.consumer_group import ConsumerGroup
-from kcoord.coordinator.consumer_protocol import ConsumerProtocol
+from kcoord.coordinator.consumer.group import ConsumerGroup
+from kcoord.coordinator.consumer.protocol import ConsumerProtocol
 from kcoord.coordinator.config import CoordinatorConfig
 from kcoord.coordinator.context import CoordinatorContext, TopicCatalog
 from kcoord.coordinator.events import EventBus, EventKind
-from kcoord.coordinator.group import Group
+from kcoord.coordinator.classic.group import Group
 from kcoord.coordinator.group_admin import GroupAdmin
-from kcoord.coordinator.membership import ClassicMembership
-from kcoord.coordinator.migration import Migration
-from kcoord.coordinator.offset_manager import OffsetManager
-from kcoord.coordinator.offsets import CommittedOffset, OffsetStore
+from kcoord.coordinator.classic.membership import ClassicMembership
+from kcoord.coordinator.consumer.migration import Migration
+from kcoord.coordinator.offsets.manager import OffsetManager
+from kcoord.coordinator.offsets.committed import CommittedOffset, OffsetStore
 from kcoord.coordinator.records import RecordSink
 from kcoord.coordinator.requests import (
     ConsumerHeartbeatRequest, HeartbeatRequest, JoinRequest, LeaveMember, OffsetCommitRequest, SyncRequest, TxnOffsetCommitRequest,
@@ -33,7 +33,7 @@ from kcoord.coordinator.requests import (
 from kcoord.coordinator.results import (
     ConsumerGroupDescription, ConsumerHeartbeatResult, FetchedOffset, GroupDescription, JoinResult, LeaveResult, OffsetCommitResult, OffsetDeleteResult, SyncResult,
 )
-from kcoord.coordinator.txn_offsets import LoadedPending, PendingOffsets
+from kcoord.coordinator.offsets.transactional import LoadedPending, PendingOffsets
 from wire.errors import ErrorCode
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.results import GroupDescription
-from kcoord.coordinator.state import GroupState
+from kcoord.coordinator.classic.state import GroupState
 from wire.errors import ErrorCode
 
 S = GroupState

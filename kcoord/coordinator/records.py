@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, Union
 
-from kcoord.coordinator.group import Group
-from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.classic.group import Group
+from kcoord.coordinator.offsets.committed import CommittedOffset
 
 
 @dataclass(frozen=True)

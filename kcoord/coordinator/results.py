@@ -119,3 +119,13 @@ class ConsumerGroupDescription:
     assignment_epoch: int = 0
     assignor_name: str = ""
     members: list[dict] = field(default_factory=list)
+
+
+class Refused(Exception):
+    """A request answered with an error before it changed anything (a consumer or streams group
+    heartbeat's checks): the error code, and Kafka's message where it gives one."""
+
+    def __init__(self, error: ErrorCode, message: str | None = None):
+        super().__init__(message)
+        self.error = error
+        self.message = message

@@ -25,15 +25,15 @@ from typing import Callable, Protocol
 
 from kcoord.coordinator.clock import ScopedTimer, Timer
 from kcoord.coordinator.config import CoordinatorConfig, offsets_partition_for
-from kcoord.coordinator.consumer_group import ConsumerGroup
+from kcoord.coordinator.consumer.group import ConsumerGroup
 from kcoord.coordinator.coordinator import GroupCoordinator
 from kcoord.coordinator.events import EventBus
-from kcoord.coordinator.group import Group
-from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.classic.group import Group
+from kcoord.coordinator.offsets.committed import CommittedOffset
 from kcoord.coordinator.records import RecordSink
 from kcoord.coordinator.results import ConsumerGroupDescription, GroupDescription
 from kcoord.coordinator.shards import NO_NODE, Shard, ShardedRuntime, ShardState
-from kcoord.coordinator.txn_offsets import LoadedPending
+from kcoord.coordinator.offsets.transactional import LoadedPending
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.coordinator")

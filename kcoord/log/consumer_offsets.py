@@ -63,7 +63,7 @@ import uuid
 from typing import Callable, Iterable
 
 from kcoord.coordinator.config import offsets_partition_for
-from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.offsets.committed import CommittedOffset
 from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record, TxnOffsetCommitRecord
 from wire import records as R
 

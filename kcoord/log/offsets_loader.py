@@ -24,8 +24,8 @@ import base64
 import struct
 import uuid
 
-from kcoord.coordinator.offsets import CommittedOffset
-from kcoord.coordinator.txn_offsets import LoadedPending
+from kcoord.coordinator.offsets.committed import CommittedOffset
+from kcoord.coordinator.offsets.transactional import LoadedPending
 from kcoord.log import consumer_offsets as co
 from wire import records as R
 
@@ -142,7 +142,7 @@ def _classic_group(group_id: str, value: dict, now_ms: int) -> dict:
 
 
 def _consumer_group(group_id: str, parts: dict, now_ms: int) -> dict | None:
-    """A consumer group's records as the coordinator's snapshot (consumer_protocol.restore); None
+    """A consumer group's records as the coordinator's snapshot (kcoord.coordinator.consumer.snapshot.restore); None
     while its group epoch record is missing (deleted, or never complete)."""
     if parts.get("epoch") is None:
         return None

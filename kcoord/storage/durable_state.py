@@ -105,7 +105,7 @@ class _Legacy:
     def records_missing_from(self, topic) -> list:
         if not (self.groups or self.consumer_groups or self.offsets):
             return []
-        from kcoord.coordinator.offsets import CommittedOffset
+        from kcoord.coordinator.offsets.committed import CommittedOffset
         from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord
         from kcoord.log.offsets_loader import keys_of
 

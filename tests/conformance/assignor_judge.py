@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kcoord.conformance.javaclient import program_command
-from kcoord.coordinator.assignors import MemberSpec, TopicSpec, group_subscription_type
+from kcoord.coordinator.assignors.spec import MemberSpec, TopicSpec, group_subscription_type
 from kcoord.coordinator.javaorder import kafka_uuid_string
 from kcoord.testing import reference_kafka
 

@@ -1,4 +1,4 @@
-"""kcoord's server assignors (kcoord.coordinator.assignors) give exactly the assignment of
+"""kcoord's server assignors (kcoord.coordinator.assignors.spec) give exactly the assignment of
 Kafka 4.3.1's own UniformAssignor and RangeAssignor: both run on the same problems, Kafka's
 in one JVM (KcoordAssignorJudge), and must agree member by member, partition by partition.
 

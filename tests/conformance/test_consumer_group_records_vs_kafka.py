@@ -5,7 +5,7 @@ import subprocess
 from pathlib import Path
 
 from kcoord.conformance.javaclient import program_command
-from kcoord.coordinator.consumer_protocol import snapshot
+from kcoord.coordinator.consumer.snapshot import snapshot
 from kcoord.log.consumer_offsets import consumer_group_records
 from kcoord.testing import reference_kafka
 from tests.unit.coordinator.consumer_harness import ConsumerHarness, Topics

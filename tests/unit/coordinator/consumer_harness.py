@@ -1,5 +1,5 @@
 """Drive the consumer group protocol (KIP-848) by hand: a manual clock, topics in memory, and a
-test double for the server assignor until the real ones land (kcoord.coordinator.assignors)."""
+test double for the server assignor until the real ones land (kcoord.coordinator.assignors.spec)."""
 from __future__ import annotations
 
 import uuid

@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from kcoord.coordinator.assignors import AssignorError, MemberSpec, TopicSpec, assignors
+from kcoord.coordinator.assignors.spec import AssignorError, MemberSpec, TopicSpec
+from kcoord.coordinator.assignors import assignors
 from kcoord.coordinator.javaorder import (hashmap_order, kafka_uuid_string, partitions_order, string_compare_key,
                                           string_hash, uuid_hash)
 
@@ -193,7 +194,7 @@ def test_racks_do_not_change_the_assignment():
 
 
 def test_group_subscription_type_follows_kafka():
-    from kcoord.coordinator.assignors import HETEROGENEOUS, HOMOGENEOUS, group_subscription_type
+    from kcoord.coordinator.assignors.spec import HETEROGENEOUS, HOMOGENEOUS, group_subscription_type
     assert group_subscription_type([], {}) == HOMOGENEOUS
     assert group_subscription_type([({"a", "b"}, None), ({"b", "a"}, None)], {}) == HOMOGENEOUS
     # a name that does not exist still counts: equal topic ids, yet heterogeneous

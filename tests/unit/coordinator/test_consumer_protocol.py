@@ -1,7 +1,7 @@
 """The consumer group protocol (KIP-848) with a manual clock: join, reconcile, leave, fence,
 static members, regex subscriptions, epoch errors, offsets, durability."""
-from kcoord.coordinator.consumer_group import ConsumerGroupState as CS
-from kcoord.coordinator.consumer_group import MemberState
+from kcoord.coordinator.consumer.group import ConsumerGroupState as CS
+from kcoord.coordinator.consumer.group import MemberState
 from kcoord.coordinator.events import EventKind as K
 from kcoord.coordinator.records import ConsumerGroupRecord
 from kcoord.coordinator.requests import OffsetCommitPartition, OffsetCommitRequest
@@ -305,7 +305,7 @@ def test_targets_are_computed_at_most_once_per_assignment_interval():
 
 
 def test_the_assignment_timestamp_survives_a_restart():
-    from kcoord.coordinator.consumer_protocol import restore, snapshot
+    from kcoord.coordinator.consumer.snapshot import restore, snapshot
     h = ConsumerHarness(consumer_assignment_interval_ms=1000)
     h.hb("m1", 0)
     assert restore(snapshot(h.group())).assignment_timestamp_ms == h.timer.now_ms()
@@ -460,7 +460,7 @@ def test_uniform_and_range_assignors_reach_a_stable_disjoint_assignment():
 
 
 def test_an_assignor_failure_leaves_the_group_as_it_was():
-    from kcoord.coordinator.assignors import AssignorError
+    from kcoord.coordinator.assignors.spec import AssignorError
 
     class Failing:
         name = "uniform"
@@ -489,7 +489,7 @@ def test_a_fault_hook_fences_a_consumer_group_member():
 
 
 def test_a_member_read_back_in_an_unknown_state_starts_again_once_it_owns_nothing():
-    from kcoord.coordinator.consumer_protocol import snapshot
+    from kcoord.coordinator.consumer.snapshot import snapshot
     h = ConsumerHarness()
     two_members_stable(h)
     value = snapshot(h.group())

@@ -1,4 +1,4 @@
-from kcoord.coordinator.state import GroupState as S
+from kcoord.coordinator.classic.state import GroupState as S
 from wire.errors import ErrorCode as E
 
 from .harness import Harness

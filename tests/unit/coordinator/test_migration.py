@@ -7,11 +7,11 @@ import struct
 import pytest
 
 from kcoord.coordinator.events import EventKind as K
-from kcoord.coordinator.migration import decode_assignment, encode_assignment
+from kcoord.coordinator.consumer.migration import decode_assignment, encode_assignment
 from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord
 from kcoord.coordinator.requests import (HeartbeatRequest, JoinRequest, LeaveMember, OffsetCommitPartition,
                                          OffsetCommitRequest, SyncRequest)
-from kcoord.coordinator.state import GroupState
+from kcoord.coordinator.classic.state import GroupState
 from tests.unit.coordinator.consumer_harness import ConsumerHarness
 from tests.unit.coordinator.harness import Box
 from wire import codec

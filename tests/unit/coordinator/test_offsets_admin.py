@@ -4,7 +4,7 @@ import pytest
 
 from kcoord.coordinator import KafkaWordedLog, offsets_partition_for
 from kcoord.coordinator.config import java_string_hash
-from kcoord.coordinator.state import GroupState as S
+from kcoord.coordinator.classic.state import GroupState as S
 from wire.errors import ErrorCode as E
 
 from .harness import Harness

@@ -1,7 +1,7 @@
 import pytest
 
-from kcoord.coordinator.group import Group
-from kcoord.coordinator.state import ALLOWED_FROM, GroupState, IllegalStateTransition
+from kcoord.coordinator.classic.group import Group
+from kcoord.coordinator.classic.state import ALLOWED_FROM, GroupState, IllegalStateTransition
 
 PAIRS = [(a, b) for a in GroupState for b in GroupState]
 

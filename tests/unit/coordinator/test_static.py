@@ -1,5 +1,5 @@
 from kcoord.coordinator import LeaveMember
-from kcoord.coordinator.state import GroupState as S
+from kcoord.coordinator.classic.state import GroupState as S
 from wire.errors import ErrorCode as E
 
 from .harness import Harness

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from kcoord.coordinator.config import offsets_partition_for
-from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.offsets.committed import CommittedOffset
 from kcoord.coordinator.records import GroupMetadataRecord, OffsetCommitRecord
 from kcoord.log import consumer_offsets as co
 from kcoord.log.topics import TopicStore

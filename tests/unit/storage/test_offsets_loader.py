@@ -3,7 +3,7 @@ records through the topic sink, a fresh coordinator replays them (kcoord.log.off
 as a broker that comes to lead the partition does; with the manual clock."""
 from kcoord.coordinator import OffsetCommitRequest
 from kcoord.coordinator.events import EventKind as E
-from kcoord.coordinator.state import GroupState as S
+from kcoord.coordinator.classic.state import GroupState as S
 from kcoord.log.consumer_offsets import TOPIC, OffsetsTopic
 from kcoord.log.offsets_loader import load_partition
 from kcoord.log.topics import TopicStore

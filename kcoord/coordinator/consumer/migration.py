@@ -28,23 +28,23 @@ from dataclasses import dataclass, replace
 from io import BytesIO
 from typing import TYPE_CHECKING, Callable
 
-from kcoord.coordinator.consumer_group import ClassicMemberMetadata, ConsumerGroup, ConsumerMember, MemberState
-from kcoord.coordinator.consumer_protocol import new_member_id
+from kcoord.coordinator.consumer.group import ClassicMemberMetadata, ConsumerGroup, ConsumerMember, MemberState
+from kcoord.coordinator.consumer.protocol import new_member_id
 from kcoord.coordinator.events import EventKind as K
 from kcoord.coordinator.events import RebalanceCause as Cause
-from kcoord.coordinator.group import Group, Member
-from kcoord.coordinator.reconciliation import FencedInUnknownState, reconcile
+from kcoord.coordinator.classic.group import Group, Member
+from kcoord.coordinator.consumer.reconciliation import FencedInUnknownState, reconcile
 from kcoord.coordinator.records import ConsumerGroupRecord
 from kcoord.coordinator.requests import HeartbeatRequest, JoinRequest, LeaveMember, SyncRequest
 from kcoord.coordinator.results import UNKNOWN_MEMBER, JoinResult, LeaveResult, SyncResult
-from kcoord.coordinator.state import GroupState
+from kcoord.coordinator.classic.state import GroupState
 from wire import codec
 from wire.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from kcoord.coordinator.consumer_protocol import ConsumerProtocol
+    from kcoord.coordinator.consumer.protocol import ConsumerProtocol
     from kcoord.coordinator.context import CoordinatorContext
-    from kcoord.coordinator.membership import ClassicMembership
+    from kcoord.coordinator.classic.membership import ClassicMembership
 
 PROTOCOL_TYPE = "consumer"
 # The embedded consumer protocol versions kafka-clients reads (newer ones are read as the newest).

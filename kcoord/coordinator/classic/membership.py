@@ -19,11 +19,11 @@ from kcoord.connect_protocol import decode_assignment, decode_metadata, journal_
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
 from kcoord.coordinator.events import RebalanceCause as Cause
-from kcoord.coordinator.group import Group, Member
+from kcoord.coordinator.classic.group import Group, Member
 from kcoord.coordinator.records import ConsumerGroupRecord, group_metadata
 from kcoord.coordinator.requests import HeartbeatRequest, JoinRequest, LeaveMember, SyncRequest
 from kcoord.coordinator.results import UNKNOWN_MEMBER, JoinResult, LeaveResult, SyncResult
-from kcoord.coordinator.state import GroupState
+from kcoord.coordinator.classic.state import GroupState
 from wire.errors import ErrorCode
 
 S = GroupState

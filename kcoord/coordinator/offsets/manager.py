@@ -10,13 +10,13 @@ from typing import Callable
 
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
-from kcoord.coordinator.group import Group
-from kcoord.coordinator.membership import ClassicMembership
-from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.classic.group import Group
+from kcoord.coordinator.classic.membership import ClassicMembership
+from kcoord.coordinator.offsets.committed import CommittedOffset
 from kcoord.coordinator.records import OffsetCommitRecord, TxnOffsetCommitRecord, offset_tombstone
 from kcoord.coordinator.requests import OffsetCommitRequest, TxnOffsetCommitRequest
 from kcoord.coordinator.results import FetchedOffset, OffsetCommitResult, OffsetDeleteResult
-from kcoord.coordinator.state import GroupState
+from kcoord.coordinator.classic.state import GroupState
 from wire.errors import ErrorCode
 
 S = GroupState

@@ -8,7 +8,7 @@ A consumer group has no rebalance rounds. Three epochs move instead:
 - each member's epoch is the assignment epoch it has reconciled to (reconciliation.py).
 
 The group's state is derived from those epochs, never set (ConsumerGroupState). The
-heartbeat that drives it all is consumer_protocol.py.
+heartbeat that drives it all is protocol.py.
 """
 from __future__ import annotations
 

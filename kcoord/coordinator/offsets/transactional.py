@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kcoord.coordinator.offsets import CommittedOffset
+from kcoord.coordinator.offsets.committed import CommittedOffset
 
 Key = tuple[str, str, int]   # group id, topic, partition
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kcoord.coordinator.assignors import Assignment, AssignorError, MemberSpec, TopicSpec, is_homogeneous
+from kcoord.coordinator.assignors.spec import Assignment, AssignorError, MemberSpec, TopicSpec, is_homogeneous
 from kcoord.coordinator.javaorder import (JavaHashTable, RecordPartitions, hashmap_order, hashset_copy_order,
                                           integer_hash, record_list, string_hash, uuid_bits, uuid_hash)
 

@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kcoord.coordinator.state import GroupState, check_load, check_transition
+from kcoord.coordinator.classic.state import GroupState, check_load, check_transition
 from wire.errors import ErrorCode
 
 
@@ -71,7 +71,7 @@ class Group:
     emptied_at_ms: int | None = None     # when the group last became Empty (offset retention)
     state_ms: int | None = None          # when the group last changed state (Kafka's currentStateTimestamp)
 
-    group_type = "classic"               # ListGroups v5's type (consumer groups: consumer_group.py)
+    group_type = "classic"               # ListGroups v5's type (consumer groups: consumer/group.py)
 
     def __post_init__(self):
         if self.state_ms is None:  # Kafka starts a group's state clock at its creation

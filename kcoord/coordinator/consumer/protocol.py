@@ -20,24 +20,24 @@ import functools
 
 import base64
 import logging
-import re
-import re._parser as sre_parse
 import uuid
 from dataclasses import replace
 from typing import Callable, Mapping
 
-from kcoord.coordinator.assignors import AssignorError, MemberSpec, ServerAssignor, TopicSpec, group_subscription_type
-from kcoord.coordinator.consumer_group import (
-    JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ClassicMemberMetadata, ConsumerGroup, ConsumerMember, MemberState,
+from kcoord.coordinator.assignors.spec import AssignorError, MemberSpec, ServerAssignor, TopicSpec, group_subscription_type
+from kcoord.coordinator.consumer.group import (
+    JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember, MemberState,
 )
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
-from kcoord.coordinator.javaorder import RecordPartitions, record_list
-from kcoord.coordinator.reconciliation import FencedInUnknownState, owned_from_request, reconcile
+from kcoord.coordinator.javaorder import RecordPartitions
+from kcoord.coordinator.consumer import regex
+from kcoord.coordinator.consumer.reconciliation import FencedInUnknownState, owned_from_request, reconcile
+from kcoord.coordinator.consumer.snapshot import restore, snapshot
 from kcoord.coordinator.records import ConsumerGroupRecord
 from kcoord.coordinator.requests import ConsumerHeartbeatRequest
-from kcoord.coordinator.results import ConsumerGroupDescription, ConsumerHeartbeatResult
-from kcoord.coordinator.state import GroupState
+from kcoord.coordinator.results import ConsumerGroupDescription, ConsumerHeartbeatResult, Refused
+from kcoord.coordinator.classic.state import GroupState
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.coordinator")
@@ -46,25 +46,8 @@ log = logging.getLogger("kcoord.coordinator")
 CLIENT_MEMBER_ID_SINCE = 1
 
 
-class Refused(Exception):
-    """A heartbeat answered with an error, before it changed anything."""
-
-    def __init__(self, error: ErrorCode, message: str | None = None):
-        super().__init__(message)
-        self.error = error
-        self.message = message
-
-
 def _session_key(g: str, m: str) -> str:
     return f"consumer-session-{g}-{m}"
-
-
-def _regex_key(g: str) -> str:
-    return f"consumer-regex-{g}"
-
-
-# Kafka resolves a group's regexes at most this often, whatever the refresh interval.
-REGEX_BATCH_REFRESH_MIN_INTERVAL_MS = 10_000
 
 
 def _rebalance_key(g: str, m: str) -> str:
@@ -74,59 +57,6 @@ def _rebalance_key(g: str, m: str) -> str:
 def new_member_id() -> str:
     """A member id as Kafka's Uuid.randomUuid().toString() prints one (url-safe base64, 22 chars)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-# Python's `re` messages for the mistakes topic patterns make, as RE2/J words them (its
-# PatternSyntaxException description, which Kafka's INVALID_REGULAR_EXPRESSION message quotes).
-_RE2_MESSAGES = (
-    ("unterminated character set", "missing closing ]"),
-    ("missing ), unterminated subpattern", "missing closing )"),
-    ("unbalanced parenthesis", "unexpected )"),
-    ("nothing to repeat", "missing argument to repetition operator"),
-    ("multiple repeat", "invalid nested repetition operator"),
-    ("bad character range", "invalid character class range"),
-    ("bad escape", "invalid escape sequence"),
-)
-# What RE2/J refuses although Python's `re` takes it (opcodes of Python's parse tree).
-_NOT_RE2 = {"ASSERT": "invalid or unsupported Perl syntax", "ASSERT_NOT": "invalid or unsupported Perl syntax",
-            "GROUPREF": "invalid escape sequence", "GROUPREF_EXISTS": "invalid or unsupported Perl syntax"}
-
-
-def _unsupported_by_re2(parsed) -> str | None:
-    for op, arg in parsed:
-        why = _NOT_RE2.get(str(op))
-        if why:
-            return why
-        for sub in (arg if isinstance(arg, (tuple, list)) else ()):
-            if isinstance(sub, sre_parse.SubPattern):
-                why = _unsupported_by_re2(sub)
-            elif isinstance(sub, (tuple, list)):
-                why = next((w for w in (_unsupported_by_re2(x) for x in sub if isinstance(x, sre_parse.SubPattern))
-                            if w), None)
-            else:
-                why = None
-            if why:
-                return why
-    return None
-
-
-def compile_regex(regex: str) -> re.Pattern:
-    """A SubscribedTopicRegex. Kafka compiles it with RE2/J; Python's `re` agrees on the RE2 subset
-    topic patterns use (classes, alternation, repetition, anchors, (?i)). Look-arounds and
-    back-references, which RE2/J refuses, are refused too, and the common syntax errors get RE2/J's
-    wording (see docs/consumer-protocol.md)."""
-    def refuse(why: str) -> Refused:
-        return Refused(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                       f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {why}.")
-    try:
-        pattern = re.compile(regex)
-    except re.error as err:
-        why = next((re2 for py, re2 in _RE2_MESSAGES if err.msg.startswith(py)), err.msg)
-        raise refuse(why) from None
-    why = _unsupported_by_re2(sre_parse.parse(regex))
-    if why:
-        raise refuse(why)
-    return pattern
 
 
 def validate(req: ConsumerHeartbeatRequest, assignors: tuple[str, ...]) -> None:
@@ -269,7 +199,7 @@ class ConsumerProtocol:
         regex_changed = (req.subscribed_topic_regex is not None
                          and req.subscribed_topic_regex != (member.subscribed_topic_regex or ""))
         if regex_changed and req.subscribed_topic_regex:
-            compile_regex(req.subscribed_topic_regex)
+            regex.compile_regex(req.subscribed_topic_regex)
 
         # ---- from here on the group changes; only the assignor (or reconciling a member in an
         # unknown state) may still fail, and then the group is put back as it was (Kafka applies
@@ -370,7 +300,7 @@ class ConsumerProtocol:
         if is_new:
             self.ctx.emit(K.MEMBER_JOINED, group, member=updated, reason=f"joined with the {protocol} protocol")
         topics = self._topics()
-        self._prune_regexes(group)
+        regex.prune(group)
         subscribed = self._subscribed_topics(group, topics)
         if subscription_changed or subscribed != group.subscribed_topics:
             group.subscribed_topics = subscribed
@@ -455,7 +385,7 @@ class ConsumerProtocol:
         try:
             assignor = self._assignors()[name]
         except NotImplementedError as err:
-            # Only while kcoord.coordinator.assignors is being written: the group stays Assigning
+            # Only while kcoord.coordinator.assignors.spec is being written: the group stays Assigning
             # and members keep what they have, rather than failing a request half done.
             log.warning("[GroupId %s] no target assignment for epoch %d: %s", group.group_id, group.group_epoch, err)
             return
@@ -504,49 +434,21 @@ class ConsumerProtocol:
             ctx.timer.cancel(_rebalance_key(group.group_id, after.member_id))
 
     # ------------------------------------------------------------ regexes
-    def _prune_regexes(self, group: ConsumerGroup) -> None:
-        """A regex no member subscribes to any more is forgotten (Kafka writes its tombstone)."""
-        subscribed = group.subscribed_regexes()
-        for regex in [r for r in group.resolved_regexes if r not in subscribed]:
-            del group.resolved_regexes[regex]
-
     def _maybe_refresh_regexes(self, group: ConsumerGroup, topics, force: bool) -> None:
-        """Kafka's conditions for resolving a group's regexes again, in the background: not while a
-        resolution is under way, never within 10 s of the last one, and then only if one is not
-        resolved yet (or a new regex arrived: `force`), new topics exist, or
-        group.consumer.regex.refresh.interval.ms has passed."""
-        regexes = group.subscribed_regexes()
-        key = _regex_key(group.group_id)
-        if not regexes or self.ctx.timer.is_scheduled(key):
+        key = regex.regex_key(group.group_id)
+        if self.ctx.timer.is_scheduled(key) or not regex.refresh_due(
+                group, topics, force, self.ctx.now(), self.ctx.config.consumer_regex_refresh_interval_ms):
             return
-        now, last = self.ctx.now(), group.regex_refresh_ms
-        if last and now <= last + REGEX_BATCH_REFRESH_MIN_INTERVAL_MS:
-            return
-        due = (force or regexes != set(group.resolved_regexes) or bool(set(topics) - group.regex_topics)
-               or now > last + self.ctx.config.consumer_regex_refresh_interval_ms)
-        if due:
-            group_id = group.group_id
-            # An operation of its own, after this heartbeat is answered (Kafka's executor).
-            self.ctx.schedule(key, 0, lambda: self._resolve_regexes(group_id))
+        group_id = group.group_id
+        # An operation of its own, after this heartbeat is answered (Kafka's executor).
+        self.ctx.schedule(key, 0, lambda: self._resolve_regexes(group_id))
 
     def _resolve_regexes(self, group_id: str) -> None:
         group = self.groups.get(group_id)
         if group is None:
             return
         topics = self._topics()
-        changed = False
-        for regex in sorted(group.subscribed_regexes()):
-            try:
-                pattern = compile_regex(regex)
-                names = tuple(n for n in topics if pattern.fullmatch(n))
-            except Refused:  # accepted earlier by a looser version: matches nothing
-                names = ()
-            if set(names) != set(group.resolved_regexes.get(regex, ())) or regex not in group.resolved_regexes:
-                changed = changed or set(names) != set(group.resolved_regexes.get(regex, ()))
-                group.resolved_regexes[regex] = names
-        self._prune_regexes(group)
-        group.regex_refresh_ms = self.ctx.now()
-        group.regex_topics = frozenset(topics)
+        changed = regex.resolve(group, topics, self.ctx.now())
         subscribed = self._subscribed_topics(group, topics)
         if changed or subscribed != group.subscribed_topics:
             group.subscribed_topics = subscribed
@@ -595,7 +497,7 @@ class ConsumerProtocol:
             self._cancel_timers(group, member.member_id)
             group.remove(member.member_id)
             self.ctx.emit(kind, group, member=member, reason=reason)
-        self._prune_regexes(group)
+        regex.prune(group)
         group.subscribed_topics = self._subscribed_topics(group, self._topics())
         self._bump_group_epoch(group, f"member{'s' if len(members) > 1 else ''} "
                                       f"{', '.join(m.member_id for m in members)} removed: {reason}")
@@ -757,65 +659,3 @@ class ConsumerProtocol:
         return group
 
 
-def _parts(p) -> dict:
-    return {t: {str(k): v for k, v in ps.items()} for t, ps in p.items()}
-
-
-def _unparts(p) -> dict:
-    return {t: {int(k): v for k, v in ps.items()} for t, ps in p.items()}
-
-
-def _classic(value: dict | None) -> ClassicMemberMetadata | None:
-    if value is None:
-        return None
-    return ClassicMemberMetadata(value["session_timeout_ms"],
-                                 tuple((n, base64.b64decode(meta)) for n, meta in value["protocols"]))
-
-
-def snapshot(group: ConsumerGroup) -> dict:
-    """A consumer group as JSON-able data (ConsumerGroupRecord's value)."""
-    return {
-        "group_id": group.group_id, "created_ms": group.created_ms, "group_epoch": group.group_epoch,
-        "assignment_epoch": group.assignment_epoch, "assignor_name": group.assignor_name,
-        "state_ms": group.state_ms, "emptied_at_ms": group.emptied_at_ms,
-        "assignment_timestamp_ms": group.assignment_timestamp_ms,
-        "resolved_regexes": {r: list(ns) for r, ns in group.resolved_regexes.items()},
-        "regex_refresh_ms": group.regex_refresh_ms, "regex_topics": sorted(group.regex_topics),
-        "subscribed_topics": {n: list(v) for n, v in group.subscribed_topics.items()},
-        "target": {m: {t: record_list(ps) for t, ps in parts.items()} for m, parts in group.target.items()},
-        "members": [{"member_id": m.member_id, "instance_id": m.instance_id, "rack_id": m.rack_id,
-                     "client_id": m.client_id, "client_host": m.client_host,
-                     "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                     "subscribed_topic_names": list(m.subscribed_topic_names),
-                     "subscribed_topic_regex": m.subscribed_topic_regex, "server_assignor": m.server_assignor,
-                     "member_epoch": m.member_epoch, "previous_member_epoch": m.previous_member_epoch,
-                     "state": str(m.state), "assigned": _parts(m.assigned),
-                     "pending_revocation": _parts(m.pending_revocation),
-                     "classic": None if m.classic is None else {
-                         "session_timeout_ms": m.classic.session_timeout_ms,
-                         "protocols": [[n, base64.b64encode(meta).decode("ascii")] for n, meta in m.classic.protocols]}}
-                    for m in group.members.values()],
-    }
-
-
-def restore(value: dict) -> ConsumerGroup:
-    group = ConsumerGroup(value["group_id"], value["created_ms"], group_epoch=value["group_epoch"],
-                          assignment_epoch=value["assignment_epoch"], assignor_name=value.get("assignor_name", ""),
-                          state_ms=value.get("state_ms"), emptied_at_ms=value.get("emptied_at_ms"))
-    group.subscribed_topics = {n: (v[0], v[1]) for n, v in value.get("subscribed_topics", {}).items()}
-    group.assignment_timestamp_ms = value.get("assignment_timestamp_ms", 0)
-    group.resolved_regexes = {r: tuple(ns) for r, ns in value.get("resolved_regexes", {}).items()}
-    group.regex_refresh_ms = value.get("regex_refresh_ms", 0)
-    group.regex_topics = frozenset(value.get("regex_topics", ()))
-    group.target = {m: {t: RecordPartitions(ps) for t, ps in parts.items()} for m, parts in value["target"].items()}
-    for m in value["members"]:
-        try:
-            state = MemberState(m["state"])
-        except ValueError:
-            state = MemberState.UNKNOWN
-        group.put(ConsumerMember(
-            m["member_id"], m["instance_id"], m["rack_id"], m["client_id"], m["client_host"],
-            m["rebalance_timeout_ms"], tuple(m["subscribed_topic_names"]), m["subscribed_topic_regex"],
-            m["server_assignor"], m["member_epoch"], m["previous_member_epoch"], state,
-            _unparts(m["assigned"]), _unparts(m["pending_revocation"]), _classic(m.get("classic"))))
-    return group

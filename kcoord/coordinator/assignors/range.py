@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kcoord.coordinator.assignors import Assignment, AssignorError, MemberSpec, TopicSpec, is_homogeneous
-from kcoord.coordinator.assignor_uniform import subscribed_names, subscription_order
+from kcoord.coordinator.assignors.spec import Assignment, AssignorError, MemberSpec, TopicSpec, is_homogeneous
+from kcoord.coordinator.assignors.uniform import subscribed_names, subscription_order
 from kcoord.coordinator.javaorder import (JavaHashTable, RecordPartitions, hashmap_order, string_compare_key,
                                           string_hash, uuid_hash)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Iterable
 
-from kcoord.coordinator.consumer_group import ConsumerMember, MemberState, Partitions
+from kcoord.coordinator.consumer.group import ConsumerMember, MemberState, Partitions
 
 # What a heartbeat says the member owns: topic id -> partitions; None: not reported
 # (a partial heartbeat), which counts as still owning everything.

@@ -116,10 +116,3 @@ def group_subscription_type(subscriptions: Iterable[tuple[Collection[str], str |
         if all(by_regex[t] == 1 and by_name[t] == 0 for t in names):
             return HOMOGENEOUS
     return HETEROGENEOUS
-
-
-def assignors() -> dict[str, ServerAssignor]:
-    """The assignors kcoord serves, by the name a member asks for (Kafka's default order)."""
-    from kcoord.coordinator.assignor_range import RangeAssignor
-    from kcoord.coordinator.assignor_uniform import UniformAssignor
-    return {"uniform": UniformAssignor(), "range": RangeAssignor()}
