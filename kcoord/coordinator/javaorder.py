@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from typing import Hashable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Generic, Hashable, Iterable, Sequence, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -273,3 +273,74 @@ class TimelineHashTable:
 
     def __iter__(self):
         return iter([k for slot in self.slots for k in reversed(slot)])
+
+
+T = TypeVar("T")
+
+
+class JavaPriorityQueue(Generic[T]):
+    """java.util.PriorityQueue: a binary heap in an array. Which of equal elements `poll`
+    returns depends on the order they were added and polled in, not on a tie-breaker, so
+    Kafka's choice among equally loaded processes or members is only reproduced by
+    sifting exactly as Java does. `key` is read at every comparison (Java's comparator
+    reads the element's current state), so change an element only while it is out of the
+    queue."""
+
+    def __init__(self, key: Callable[[T], Any], items: Iterable[T] = ()):
+        self.key = key
+        self.queue: list[T] = []
+        for item in items:  # addAll: one add after another, not a heapify
+            self.add(item)
+
+    def add(self, item: T) -> None:
+        queue, key = self.queue, self.key
+        k = len(queue)
+        queue.append(item)
+        item_key = key(item)
+        while k > 0:
+            parent = (k - 1) >> 1
+            if item_key >= key(queue[parent]):
+                break
+            queue[k] = queue[parent]
+            k = parent
+        queue[k] = item
+
+    def poll(self) -> T | None:
+        queue, key = self.queue, self.key
+        if not queue:
+            return None
+        result = queue[0]
+        last = queue.pop()
+        n = len(queue)
+        if n:
+            k, half, last_key = 0, n >> 1, key(last)
+            while k < half:
+                child = 2 * k + 1
+                right = child + 1
+                if right < n and key(queue[child]) > key(queue[right]):
+                    child = right
+                if last_key <= key(queue[child]):
+                    break
+                queue[k] = queue[child]
+                k = child
+            queue[k] = last
+        return result
+
+    def __len__(self) -> int:
+        return len(self.queue)
+
+
+def java_int_div(a: int, b: int) -> int:
+    """Java's `a / b` on ints: truncated towards zero, wrapped to 32 bits."""
+    q = abs(a) // abs(b)
+    return _int32(q if (a >= 0) == (b > 0) else -q)
+
+
+def java_int_rem(a: int, b: int) -> int:
+    """Java's `a % b` on ints: the sign of the dividend."""
+    return _int32(a - java_int_div(a, b) * b)
+
+
+def java_int(v: int) -> int:
+    """An int computation's result as Java's 32-bit arithmetic wraps it."""
+    return _int32(v)
