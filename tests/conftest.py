@@ -49,7 +49,8 @@ ESTIMATES = {
                                   # a three-broker kcoord's failovers (test_report_failover.py, ~50 s serially),
                                   # confluent-kafka transactions (test_report_transactions.py, ~35 s serially)
     "spark-source": 190,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
-    "assignors-kafka": 30,        # test_assignors_vs_kafka.py: ~2,000 problems through one JVM running Kafka's assignors
+    "assignors-kafka": 40,        # test_assignors_vs_kafka.py: ~2,000 problems through one JVM running Kafka's assignors;
+                                  # test_task_assignor_vs_kafka.py: ~1,600 through another running its StickyTaskAssignor (~5 s)
     "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
     "connect": 330,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
                                   # reference Kafka of its own, eager and sessioned (166 s serially), rolling

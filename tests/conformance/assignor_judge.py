@@ -24,10 +24,10 @@ def judge_command() -> list[str]:
 
 
 class Judge:
-    """One JVM answering problems one at a time."""
+    """One JVM answering problems one at a time (`command`: another judge program of java/)."""
 
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen(judge_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    def __init__(self, command: list[str] | None = None) -> None:
+        self.proc = subprocess.Popen(command or judge_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, encoding="utf-8")
 
     def solve(self, problem: "Problem") -> dict:
