@@ -62,6 +62,8 @@ class CoordinatorContext:
         self.groups: dict[str, Group] = {}
         # Consumer groups (KIP-848, consumer/protocol.py). A group id names one group of either kind.
         self.consumer_groups: dict = {}
+        # Streams groups (KIP-1071, streams/protocol.py), under the same rule.
+        self.streams_groups: dict = {}
         self.offsets = OffsetStore()
         # Offsets of transactions not yet ended (TxnOffsetCommit), per producer.
         self.pending = PendingOffsets()

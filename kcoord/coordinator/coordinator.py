@@ -17,6 +17,8 @@ from kcoord.coordinator.assignors import assignors as builtin_assignors
 from kcoord.coordinator.clock import Timer
 from kcoord.coordinator.consumer.group import ConsumerGroup
 from kcoord.coordinator.consumer.protocol import ConsumerProtocol
+from kcoord.coordinator.streams.group import StreamsGroup
+from kcoord.coordinator.streams.protocol import StreamsHeartbeatRequest, StreamsHeartbeatResult, StreamsProtocol
 from kcoord.coordinator.config import CoordinatorConfig
 from kcoord.coordinator.context import CoordinatorContext, TopicCatalog
 from kcoord.coordinator.events import EventBus, EventKind
@@ -53,8 +55,10 @@ class GroupCoordinator:
         # Online migration between the two kinds (KIP-848's upgrade and downgrade).
         self.migration = Migration(self.ctx, self.consumer, self.membership)
         self.membership.migration = self.consumer.migration = self.migration
-        self.offset_manager = OffsetManager(self.ctx, self.membership, self.consumer)
-        self.admin = GroupAdmin(self.ctx, self.consumer)
+        # Streams groups (KIP-1071).
+        self.streams = StreamsProtocol(self.ctx)
+        self.offset_manager = OffsetManager(self.ctx, self.membership, self.consumer, self.streams)
+        self.admin = GroupAdmin(self.ctx, self.consumer, self.streams)
         if retention:  # a coordinator that only refuses requests (runtime.py) has no offsets to expire
             self.offset_manager.schedule_retention()
 
@@ -152,6 +156,19 @@ class GroupCoordinator:
     def load_consumer_group(self, value: dict) -> ConsumerGroup:
         return self.ctx.operation(lambda: self.consumer.load(value))
 
+    # ------------------------------------------------------ streams groups (KIP-1071)
+    def streams_group_heartbeat(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatResult:
+        return self.ctx.operation(lambda: self.streams.heartbeat(req))
+
+    def streams_group_describe(self, group_id: str) -> dict:
+        return self.streams.describe(group_id)
+
+    def streams_group(self, group_id: str) -> StreamsGroup | None:
+        return self.ctx.streams_groups.get(group_id)
+
+    def load_streams_group(self, value: dict) -> StreamsGroup:
+        return self.ctx.operation(lambda: self.streams.load(value))
+
     # -------------------------------------------------------- durable state
     def load_group(self, record: dict) -> Group:
         return self.ctx.operation(lambda: self.membership.load_group(record))
@@ -162,7 +179,7 @@ class GroupCoordinator:
     # ------------------------------------------------- loading and unloading
     def load(self, classic: Iterable[dict], consumer: Iterable[dict],
              offsets: Iterable[tuple[str, str, int, CommittedOffset]], pending: LoadedPending | None = None,
-             **details) -> None:
+             streams: Iterable[dict] = (), **details) -> None:
         """Rebuild the groups and offsets a __consumer_offsets partition holds, as Kafka's loader
         replays it: each member gets a fresh session (onLoaded), so members that keep heartbeating
         through a coordinator move carry on without a rebalance. `pending`: the offsets of
@@ -171,13 +188,15 @@ class GroupCoordinator:
             self.load_group(record)
         for value in consumer:
             self.load_consumer_group(value)
+        for value in streams:
+            self.load_streams_group(value)
         for group_id, topic, partition, value in offsets:
             self.load_offset(group_id, topic, partition, value)
         if pending is not None:
             self.ctx.pending.restore(pending)
             for _, group_id, _, _, _, value in pending.offsets:
                 self.offset_manager.ensure_group(group_id, value.commit_ms)
-        for group in [*self.ctx.groups.values(), *self.ctx.consumer_groups.values()]:
+        for group in [*self.ctx.groups.values(), *self.ctx.consumer_groups.values(), *self.ctx.streams_groups.values()]:
             self.ctx.emit(EventKind.LOADED, group, **details)
 
     def unload(self, **details) -> None:
@@ -193,13 +212,14 @@ class GroupCoordinator:
                 if member.sync_callback is not None:
                     respond, member.sync_callback = member.sync_callback, None
                     respond(SyncResult(ErrorCode.NOT_COORDINATOR))
-        for group in [*ctx.groups.values(), *ctx.consumer_groups.values()]:
+        for group in [*ctx.groups.values(), *ctx.consumer_groups.values(), *ctx.streams_groups.values()]:
             ctx.emit(EventKind.UNLOADED, group, **details)
         cancel_all = getattr(ctx.timer, "cancel_all", None)
         if cancel_all is not None:
             cancel_all()
         ctx.groups.clear()
         ctx.consumer_groups.clear()
+        ctx.streams_groups.clear()
         ctx.offsets = OffsetStore()
         ctx.pending = PendingOffsets()
         # Whoever still holds this coordinator (a request that started before the move) is told
@@ -211,6 +231,8 @@ class GroupCoordinator:
     def expire_member_now(self, group_id: str, member_id: str) -> bool:
         if group_id in self.ctx.consumer_groups:
             return self.ctx.operation(lambda: self.consumer.expire_member_now(group_id, member_id))
+        if group_id in self.ctx.streams_groups:
+            return self.ctx.operation(lambda: self.streams.expire_member_now(group_id, member_id))
         return self.ctx.operation(lambda: self.membership.expire_member_now(group_id, member_id))
 
     def force_rebalance(self, group_id: str, reason: str = "forced rebalance") -> bool:

@@ -34,6 +34,9 @@ class EventKind(enum.StrEnum):
     TARGET_ASSIGNMENT_CHANGED = "target_assignment_changed"
     MEMBER_EPOCH_BUMPED = "member_epoch_bumped"
     PARTITIONS_REVOKING = "partitions_revoking"
+    # Streams groups (KIP-1071): the same epochs; a member revokes tasks rather than partitions.
+    STREAMS_GROUP_CREATED = "streams_group_created"
+    TASKS_REVOKING = "tasks_revoking"
     # Online migration: the group changed kind with members in it; details.to is its new type.
     GROUP_CONVERTED = "group_converted"
     # The group's coordinator moved (kcoord.coordinator.runtime): it was loaded from its

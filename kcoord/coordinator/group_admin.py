@@ -10,16 +10,17 @@ S = GroupState
 
 
 class GroupAdmin:
-    def __init__(self, ctx: CoordinatorContext, consumer=None):
+    def __init__(self, ctx: CoordinatorContext, consumer=None, streams=None):
         self.ctx = ctx
         self.consumer = consumer   # ConsumerProtocol
+        self.streams = streams     # StreamsProtocol
 
     def describe_group(self, group_id: str) -> GroupDescription:
         ctx = self.ctx
         if ctx.availability(group_id):
             return GroupDescription(group_id, ctx.availability(group_id), "", "", "", [])
         group = ctx.groups.get(group_id)
-        if group is None and group_id in ctx.consumer_groups:
+        if group is None and (group_id in ctx.consumer_groups or group_id in ctx.streams_groups):
             # As Kafka: DescribeGroups is for classic groups; ConsumerGroupDescribe is for these.
             return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, "Dead", "", "", [],
                                     f"Group {group_id} is not a classic group.")
@@ -35,7 +36,7 @@ class GroupAdmin:
                                 group.protocol_name if stable else "", members)
 
     def list_groups(self, states: set[str] | None = None, types: set[str] | None = None) -> list:
-        """Classic and consumer groups (each has `group_type`), filtered by state and type as Kafka
+        """Classic, consumer and streams groups (each has `group_type`), filtered by state and type as Kafka
         filters them: case-insensitively, an empty filter letting everything through."""
         wanted = {s.strip().lower() for s in states} if states else None
         kinds = {t.strip().lower() for t in types} if types else None
@@ -44,6 +45,8 @@ class GroupAdmin:
             groups += [g for g in self.ctx.groups.values() if not g.is_in(S.DEAD)]
         if kinds is None or "consumer" in kinds:
             groups += list(self.ctx.consumer_groups.values())
+        if kinds is None or "streams" in kinds:
+            groups += list(self.ctx.streams_groups.values())
         return [g for g in groups if wanted is None or str(g.state).lower() in wanted]
 
     def delete_group(self, group_id: str) -> ErrorCode:
@@ -51,6 +54,8 @@ class GroupAdmin:
         group = self.ctx.groups.get(group_id)
         if group is None and group_id in self.ctx.consumer_groups:
             return self.consumer.delete(group_id)
+        if group is None and group_id in self.ctx.streams_groups:
+            return self.streams.delete(group_id)
         if group is None or group.is_in(S.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND
         if not group.is_in(S.EMPTY):

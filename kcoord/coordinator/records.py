@@ -61,7 +61,17 @@ class ConsumerGroupRecord:
     replaces_classic: bool = False
 
 
-Record = Union[GroupMetadataRecord, OffsetCommitRecord, TxnOffsetCommitRecord, ConsumerGroupRecord]
+@dataclass(frozen=True)
+class StreamsGroupRecord:
+    """A streams group (KIP-1071) as a whole, shaped like its records (kcoord.coordinator.streams.
+    snapshot): group metadata, topology, members' metadata, the target assignment and the members'
+    current assignments; or its tombstone (value None). kcoord.log.consumer_offsets writes it as
+    Kafka's record types 17 to 23."""
+    group_id: str
+    value: dict | None
+
+
+Record = Union[GroupMetadataRecord, OffsetCommitRecord, TxnOffsetCommitRecord, ConsumerGroupRecord, StreamsGroupRecord]
 
 
 class RecordSink(Protocol):

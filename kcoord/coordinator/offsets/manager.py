@@ -29,17 +29,31 @@ def _unstable(topic: str, partition: int) -> FetchedOffset:
 
 
 class OffsetManager:
-    def __init__(self, ctx: CoordinatorContext, membership: ClassicMembership, consumer=None):
+    def __init__(self, ctx: CoordinatorContext, membership: ClassicMembership, consumer=None, streams=None):
         self.ctx = ctx
         self.membership = membership
-        self.consumer = consumer   # ConsumerProtocol: consumer groups check member epochs
+        # ConsumerProtocol and StreamsProtocol: their groups check member epochs.
+        self.consumer = consumer
+        self.streams = streams
+
+    def _modern(self, group_id: str):
+        """(group, its protocol) for a consumer or streams group, else (None, None)."""
+        group = self.ctx.consumer_groups.get(group_id)
+        if group is not None:
+            return group, self.consumer
+        group = self.ctx.streams_groups.get(group_id)
+        return (group, self.streams) if group is not None else (None, None)
+
+    def _any_group(self, group_id: str):
+        ctx = self.ctx
+        return ctx.groups.get(group_id) or ctx.consumer_groups.get(group_id) or ctx.streams_groups.get(group_id)
 
     def _commit_to_consumer_group(self, req: OffsetCommitRequest) -> OffsetCommitResult | None:
-        """A commit to a consumer group (KIP-848): the member epoch stands in for the generation."""
-        group = self.ctx.consumer_groups.get(req.group_id)
+        """A commit to a consumer or streams group: the member epoch stands in for the generation."""
+        group, protocol = self._modern(req.group_id)
         if group is None:
             return None
-        error, per_partition = self.consumer.validate_commit(
+        error, per_partition = protocol.validate_commit(
             group, req.member_id, req.generation_id, [(p.topic, p.partition) for p in req.partitions], req.version)
         if error:
             return OffsetCommitResult(error, [(p.topic, p.partition, error) for p in req.partitions])
@@ -95,9 +109,9 @@ class OffsetManager:
         ctx = self.ctx
         error = ErrorCode.INVALID_GROUP_ID if not req.group_id else ctx.availability(req.group_id)
         if not error:
-            consumer_group = ctx.consumer_groups.get(req.group_id)
+            consumer_group, protocol = self._modern(req.group_id)
             if consumer_group is not None:
-                error = self._validate_txn_commit_to_consumer_group(consumer_group, req)
+                error = self._validate_txn_commit_to_consumer_group(consumer_group, protocol, req)
                 group = consumer_group
             else:
                 group, error = self._validate_txn_commit(req)
@@ -127,15 +141,15 @@ class OffsetManager:
                 return group, ErrorCode.ILLEGAL_GENERATION
         return group, ErrorCode.NONE
 
-    def _validate_txn_commit_to_consumer_group(self, group, req: TxnOffsetCommitRequest) -> ErrorCode:
+    def _validate_txn_commit_to_consumer_group(self, group, protocol, req: TxnOffsetCommitRequest) -> ErrorCode:
         """A consumer group's check of a transactional commit: a stale member epoch, for the
         member or for any partition the request may commit, is ILLEGAL_GENERATION for the whole
         request (Kafka turns its StaleMemberEpochException into that)."""
         if req.generation_id == -1 and not req.member_id and req.instance_id is None:
             return ErrorCode.NONE   # TxnOffsetCommit does not require the member fields
         checked = [(p.topic, p.partition) for p in req.partitions if not self._metadata_too_large(p.metadata)]
-        error, per_partition = self.consumer.validate_commit(group, req.member_id, req.generation_id, checked,
-                                                             version=None)
+        error, per_partition = protocol.validate_commit(group, req.member_id, req.generation_id, checked,
+                                                        version=None)
         if error in (ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.ILLEGAL_GENERATION) or per_partition:
             return ErrorCode.ILLEGAL_GENERATION
         return error
@@ -165,7 +179,7 @@ class OffsetManager:
             ctx.offsets.commit(group_id, topic, partition, value)
             by_group.setdefault(group_id, []).append((topic, partition))
         for group_id, committed in by_group.items():
-            group = ctx.groups.get(group_id) or ctx.consumer_groups.get(group_id)
+            group = self._any_group(group_id)
             if group is not None:
                 ctx.emit(K.OFFSETS_COMMITTED, group, count=len(committed), partitions=committed,
                          producer_id=producer_id)
@@ -217,9 +231,9 @@ class OffsetManager:
         ctx = self.ctx
         if ctx.availability(group_id):
             return ctx.availability(group_id), []
-        consumer_group = ctx.consumer_groups.get(group_id)
+        consumer_group, protocol = self._modern(group_id)
         if consumer_group is not None:
-            error = self.consumer.validate_fetch(consumer_group, member_id, member_epoch)
+            error = protocol.validate_fetch(consumer_group, member_id, member_epoch)
             if error:
                 return error, []
         group = ctx.groups.get(group_id)
@@ -250,6 +264,9 @@ class OffsetManager:
             consumer_group = ctx.consumer_groups[group_id]
             subscribed = set() if consumer_group.is_empty() else set(consumer_group.subscribed_topics)
             return self._delete_unsubscribed(consumer_group, group_id, partitions, subscribed)
+        if group is None and group_id in ctx.streams_groups:
+            streams_group = ctx.streams_groups[group_id]
+            return self._delete_unsubscribed(streams_group, group_id, partitions, streams_group.source_topics())
         if group is None or group.is_in(S.DEAD):
             return OffsetDeleteResult(ErrorCode.GROUP_ID_NOT_FOUND)
         subscribed = set()
@@ -289,7 +306,7 @@ class OffsetManager:
         candidates = dict.fromkeys(ctx.offsets.groups())
         candidates.update(dict.fromkeys(g.group_id for g in ctx.groups.values() if g.is_in(S.EMPTY)))
         for group_id in candidates:
-            consumer_group = ctx.consumer_groups.get(group_id)
+            consumer_group = self._modern(group_id)[0]
             # As Kafka: an offset a transaction has one pending for does not expire yet, and a
             # group with such offsets stays.
             pending = ctx.pending.open.get(group_id)
@@ -327,5 +344,5 @@ class OffsetManager:
         """A group offsets were loaded for without its metadata: a simple group, whose offsets
         age from their commit time (Kafka makes one for a transactional offset too)."""
         ctx = self.ctx
-        if group_id not in ctx.groups and group_id not in ctx.consumer_groups:
+        if self._any_group(group_id) is None:
             ctx.groups[group_id] = Group(group_id, since_ms)
