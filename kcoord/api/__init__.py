@@ -81,6 +81,8 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
+    STREAMS_GROUP_HEARTBEAT = 88
+    STREAMS_GROUP_DESCRIBE = 89
 
     @property
     def api_name(self) -> str:
