@@ -48,7 +48,7 @@ partition as Kafka sorts them, key/value lists by key (a topology's in the membe
 
     type 17  StreamsGroupMetadata          Epoch int32, MetadataHash int64, tag 0
                                            ValidatedTopologyEpoch (unless -1), tag 1
-                                           LastAssignmentConfigs [Key, Value]
+                                           LastAssignmentConfigs [Key, Value] (unless empty)
     type 19  StreamsGroupMemberMetadata    InstanceId?, RackId?, ClientId, ClientHost,
                                            RebalanceTimeoutMs, TopologyEpoch int32, ProcessId,
                                            UserEndpoint? (Host, Port uint16), ClientTags [Key, Value]
@@ -57,7 +57,8 @@ partition as Kafka sorts them, key/value lists by key (a topology's in the membe
     type 21  StreamsGroupTargetAssignmentMember    Active/Standby/WarmupTasks [SubtopologyId, Partitions]
     type 22  StreamsGroupCurrentMemberAssignment   MemberEpoch, PreviousMemberEpoch int32, State int8,
                                            Active/Standby/WarmupTasks and the same three pending
-                                           revocation (active ones with tag 0 AssignmentEpochs)
+                                           revocation (active ones with tag 0 AssignmentEpochs,
+                                           unless empty)
     type 23  StreamsGroupTopology          Epoch int32, Subtopologies [SubtopologyId, SourceTopics,
                                            SourceTopicRegex, StateChangelogTopics [TopicInfo],
                                            RepartitionSinkTopics, RepartitionSourceTopics [TopicInfo],
@@ -522,7 +523,7 @@ def _task_ids(tasks: dict, member_epoch: int | None = None) -> bytes:
     for sid, partitions in sorted(tasks.items(), key=lambda kv: java_order(kv[0])):
         ordered = sorted(int(p) for p in partitions)
         tags = _NO_TAGS
-        if member_epoch is not None:
+        if member_epoch is not None and ordered:   # no partitions: the tag's default, not written
             epochs = partitions if isinstance(partitions, dict) else dict.fromkeys(ordered, member_epoch)
             tags = _tagged([(0, _int32s([epochs[p] for p in ordered]))])
         items.append(_cstr(sid) + _int32s(ordered) + tags)
@@ -567,9 +568,8 @@ def _streams_metadata_value(meta: dict) -> bytes:
     tags = []
     if meta.get("validated_topology_epoch", NO_VALIDATED_TOPOLOGY) != NO_VALIDATED_TOPOLOGY:
         tags.append((0, struct.pack(">i", meta["validated_topology_epoch"])))
-    if meta.get("last_assignment_configs") is not None:
-        # Kafka always sets the list (its group keeps the configs in a TreeMap), so it is
-        # written even when empty.
+    if meta.get("last_assignment_configs"):
+        # The spec's default is an empty list (a JSON null default), which is not written.
         tags.append((1, _key_values(meta["last_assignment_configs"], sort=True)))
     return struct.pack(">hiq", 0, meta["epoch"], meta["metadata_hash"]) + _tagged(tags)
 

@@ -89,11 +89,15 @@ def test_a_snapshot_is_kafkas_records_in_kafkas_order():
     # (LastAssignmentConfigs: one [Key, Value] with its empty tagged fields).
     assert value == (struct.pack(">hiq", 0, 5, -8_000_000_000) + b"\x02" + b"\x00\x04" + struct.pack(">i", 1)
                      + b"\x01\x19" + b"\x02\x15num.standby.replicas\x021\x00")
-    # Kafka's defaults are not written: validated epoch -1, assignment timestamp 0.
-    meta = dict(snapshot()["metadata"], validated_topology_epoch=-1)
+    # Kafka's defaults are not written: validated epoch -1, no configs, assignment timestamp 0.
+    meta = dict(snapshot()["metadata"], validated_topology_epoch=-1, last_assignment_configs={})
     plain = dict(snapshot(), metadata=meta, target=dict(snapshot()["target"], assignment_timestamp_ms=0))
     records = co.streams_group_records(plain, "app", None)
-    assert records[3][1][14:16] == b"\x01\x01" and records[6][1] == struct.pack(">hi", 0, 5) + b"\x00"
+    assert records[3][1] == struct.pack(">hiq", 0, 5, -8_000_000_000) + b"\x00"
+    assert records[6][1] == struct.pack(">hi", 0, 5) + b"\x00"
+    store, topic = _offsets_topic()
+    topic.append([StreamsGroupRecord("app", plain)])
+    assert read_partition(_partition(store), 2000).streams == [plain]
 
 
 def test_task_lists_are_sorted_and_active_tasks_carry_their_epochs():
