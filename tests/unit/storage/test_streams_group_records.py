@@ -204,3 +204,24 @@ def test_the_report_skips_streams_records_as_not_classic():
     rows = list(rows_from_records([(k, v, 0, co.TOPIC, 1000) for k, v in co.streams_group_records(
         snapshot(), "app", None) + co.streams_group_records(None, "app", snapshot())], skips))
     assert rows == [] and skips == {SKIP_OTHER_RECORD: 18}
+
+
+def test_a_restart_from_the_data_dir_without_a_clean_shutdown_loads_the_group(tmp_path):
+    """Durable state is __consumer_offsets itself: nothing closed, a new process reads the log
+    and the partition holds the group as last acknowledged."""
+    from kcoord.storage.durable_state import DurableState
+
+    store = TopicStore()
+    durable = DurableState(tmp_path, store, fsync="always")
+    durable.load()
+    topic = co.OffsetsTopic(store, partitions=PARTITIONS, now_ms=lambda: 1000)
+    topic.durable = durable
+    first = snapshot()
+    second = copy.deepcopy(first)
+    del second["members"]["m1"], second["target"]["members"]["m1"]
+    topic.append([StreamsGroupRecord("app", first)])
+    topic.append([StreamsGroupRecord("app", second)])
+
+    restarted = TopicStore()
+    DurableState(tmp_path, restarted).load()
+    assert read_partition(_partition(restarted), 5000).streams == [second]
