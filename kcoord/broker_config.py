@@ -350,6 +350,46 @@ TABLE: tuple[BrokerConfig, ...] = (
                  "bidirectional, upgrade, downgrade or disabled (no classic member may join a consumer group).",
                  field="group_consumer_migration_policy",
                  choices=("bidirectional", "upgrade", "downgrade", "disabled")),
+    # Streams groups, KIP-1071 (GroupCoordinatorConfig's group.streams.*).
+    BrokerConfig("group.streams.session.timeout.ms", "int", "45000",
+                 "A streams group member whose heartbeats stop for this long is fenced from its group.",
+                 field="group_streams_session_timeout_ms", at_least=1),
+    BrokerConfig("group.streams.min.session.timeout.ms", "int", "45000",
+                 "The smallest group.streams.session.timeout.ms allowed (also per group in Kafka).",
+                 field="group_streams_min_session_timeout_ms", at_least=1),
+    BrokerConfig("group.streams.max.session.timeout.ms", "int", "60000",
+                 "The largest group.streams.session.timeout.ms allowed (also per group in Kafka).",
+                 field="group_streams_max_session_timeout_ms", at_least=1),
+    BrokerConfig("group.streams.heartbeat.interval.ms", "int", "5000",
+                 "The heartbeat interval StreamsGroupHeartbeat answers tell members.",
+                 field="group_streams_heartbeat_interval_ms", at_least=1),
+    BrokerConfig("group.streams.min.heartbeat.interval.ms", "int", "5000",
+                 "The smallest group.streams.heartbeat.interval.ms allowed.",
+                 field="group_streams_min_heartbeat_interval_ms", at_least=1),
+    BrokerConfig("group.streams.max.heartbeat.interval.ms", "int", "15000",
+                 "The largest group.streams.heartbeat.interval.ms allowed.",
+                 field="group_streams_max_heartbeat_interval_ms", at_least=1),
+    BrokerConfig("group.streams.max.size", "int", str(INT_MAX),
+                 "The most members a streams group accepts; further joiners get GROUP_MAX_SIZE_REACHED.",
+                 field="group_streams_max_size", at_least=1),
+    BrokerConfig("group.streams.num.standby.replicas", "int", "0",
+                 "How many standby replicas of each stateful task a streams group's assignment places.",
+                 field="group_streams_num_standby_replicas", at_least=0),
+    BrokerConfig("group.streams.max.standby.replicas", "int", "2",
+                 "The largest group.streams.num.standby.replicas allowed (also per group in Kafka).",
+                 field="group_streams_max_standby_replicas", at_least=0),
+    BrokerConfig("group.streams.initial.rebalance.delay.ms", "int", "3000",
+                 "How long a new (empty) streams group waits for more members before its first assignment.",
+                 field="group_streams_initial_rebalance_delay_ms", at_least=0),
+    BrokerConfig("group.streams.assignment.interval.ms", "int", "1000",
+                 "The least time between two target assignment computations of a streams group (0: at once).",
+                 field="group_streams_assignment_interval_ms", at_least=0),
+    BrokerConfig("group.streams.min.assignment.interval.ms", "int", "0",
+                 "The smallest group.streams.assignment.interval.ms allowed.",
+                 field="group_streams_min_assignment_interval_ms", at_least=0),
+    BrokerConfig("group.streams.max.assignment.interval.ms", "int", "15000",
+                 "The largest group.streams.assignment.interval.ms allowed.",
+                 field="group_streams_max_assignment_interval_ms", at_least=0),
     # Offsets (GroupCoordinatorConfig).
     BrokerConfig("offsets.retention.minutes", "int", "10080",
                  "Committed offsets of a group are dropped this long after it became empty (or, for "
@@ -560,6 +600,42 @@ def check_consistency(cfg) -> None:
                           "must be less than group.consumer.session.timeout.ms")
     if not c.group_consumer_assignors:
         raise ConfigError("group.consumer.assignors", "", "must name at least one assignor")
+    _check_streams_group_configs(c)
+
+
+def _check_streams_group_configs(c) -> None:
+    """GroupCoordinatorConfig's requirements of the group.streams.* values, in its order and words."""
+    def require(ok: bool, name: str, value: int, reason: str) -> None:
+        if not ok:
+            raise ConfigError(name, str(value), reason)
+    p = "group.streams."
+    hb, session = c.group_streams_heartbeat_interval_ms, c.group_streams_session_timeout_ms
+    interval = c.group_streams_assignment_interval_ms
+    require(c.group_streams_max_heartbeat_interval_ms >= c.group_streams_min_heartbeat_interval_ms,
+            p + "max.heartbeat.interval.ms", c.group_streams_max_heartbeat_interval_ms,
+            f"must be greater than or equal to {p}min.heartbeat.interval.ms")
+    require(hb >= c.group_streams_min_heartbeat_interval_ms, p + "heartbeat.interval.ms", hb,
+            f"must be greater than or equal to {p}min.heartbeat.interval.ms")
+    require(hb <= c.group_streams_max_heartbeat_interval_ms, p + "heartbeat.interval.ms", hb,
+            f"must be less than or equal to {p}max.heartbeat.interval.ms")
+    require(c.group_streams_max_session_timeout_ms >= c.group_streams_min_session_timeout_ms,
+            p + "max.session.timeout.ms", c.group_streams_max_session_timeout_ms,
+            f"must be greater than or equal to {p}min.session.timeout.ms")
+    require(session >= c.group_streams_min_session_timeout_ms, p + "session.timeout.ms", session,
+            f"must be greater than or equal to {p}min.session.timeout.ms")
+    require(session <= c.group_streams_max_session_timeout_ms, p + "session.timeout.ms", session,
+            f"must be less than or equal to {p}max.session.timeout.ms")
+    require(hb < session, p + "heartbeat.interval.ms", hb, f"must be less than {p}session.timeout.ms")
+    require(c.group_streams_max_assignment_interval_ms >= c.group_streams_min_assignment_interval_ms,
+            p + "max.assignment.interval.ms", c.group_streams_max_assignment_interval_ms,
+            f"must be greater than or equal to {p}min.assignment.interval.ms")
+    require(interval >= c.group_streams_min_assignment_interval_ms, p + "assignment.interval.ms", interval,
+            f"must be greater than or equal to {p}min.assignment.interval.ms")
+    require(interval <= c.group_streams_max_assignment_interval_ms, p + "assignment.interval.ms", interval,
+            f"must be less than or equal to {p}max.assignment.interval.ms")
+    require(c.group_streams_num_standby_replicas <= c.group_streams_max_standby_replicas,
+            p + "num.standby.replicas", c.group_streams_num_standby_replicas,
+            f"must be less than or equal to {p}max.standby.replicas")
 
 
 # --- DescribeConfigs -------------------------------------------------------------------------

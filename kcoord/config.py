@@ -83,6 +83,20 @@ class ServerConfig:
     group_consumer_assignment_interval_ms: int = default("group.consumer.assignment.interval.ms")
     group_consumer_regex_refresh_interval_ms: int = default("group.consumer.regex.refresh.interval.ms")
     group_consumer_migration_policy: str = default("group.consumer.migration.policy")
+    # Streams groups (KIP-1071).
+    group_streams_session_timeout_ms: int = default("group.streams.session.timeout.ms")
+    group_streams_min_session_timeout_ms: int = default("group.streams.min.session.timeout.ms")
+    group_streams_max_session_timeout_ms: int = default("group.streams.max.session.timeout.ms")
+    group_streams_heartbeat_interval_ms: int = default("group.streams.heartbeat.interval.ms")
+    group_streams_min_heartbeat_interval_ms: int = default("group.streams.min.heartbeat.interval.ms")
+    group_streams_max_heartbeat_interval_ms: int = default("group.streams.max.heartbeat.interval.ms")
+    group_streams_max_size: int = default("group.streams.max.size")
+    group_streams_num_standby_replicas: int = default("group.streams.num.standby.replicas")
+    group_streams_max_standby_replicas: int = default("group.streams.max.standby.replicas")
+    group_streams_initial_rebalance_delay_ms: int = default("group.streams.initial.rebalance.delay.ms")
+    group_streams_assignment_interval_ms: int = default("group.streams.assignment.interval.ms")
+    group_streams_min_assignment_interval_ms: int = default("group.streams.min.assignment.interval.ms")
+    group_streams_max_assignment_interval_ms: int = default("group.streams.max.assignment.interval.ms")
     # Authentication (kcoord.security), off by default.
     sasl_users_file: str | None = None        # name:password lines; turns SASL on
     sasl_mechanisms: tuple = default("sasl.enabled.mechanisms")

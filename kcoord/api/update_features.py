@@ -1,7 +1,7 @@
 """UpdateFeatures: `kafka-features upgrade / downgrade / disable` (KIP-584, KIP-778).
 
-Only `transaction.version` has more than one level kcoord serves; the others can be "moved"
-to the level they are at. Refusals are Kafka's controller's: INVALID_UPDATE_VERSION with its
+Only `transaction.version` and `streams.version` have more than one level kcoord serves; the
+others can be "moved" to the level they are at. Refusals are Kafka's controller's: INVALID_UPDATE_VERSION with its
 message, for the whole request (nothing is applied when one update is refused).
 """
 from kcoord.api import ApiDescriptor, ApiKey
@@ -45,4 +45,5 @@ async def update_features(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.UPDATE_FEATURES, 0, 2, update_features,
-    "transaction.version moved between 0 and 2; the other features stay at the one level served")
+    "transaction.version moved between 0 and 2, streams.version between 0 and 1; the other features stay at "
+    "the one level served")

@@ -50,7 +50,14 @@ def build_coordinator(server_config, topics, timer: Timer | None = None) -> Coor
                                consumer_assignors=tuple(sc.group_consumer_assignors),
                                consumer_assignment_interval_ms=sc.group_consumer_assignment_interval_ms,
                                consumer_regex_refresh_interval_ms=sc.group_consumer_regex_refresh_interval_ms,
-                               consumer_migration_policy=sc.group_consumer_migration_policy)
+                               consumer_migration_policy=sc.group_consumer_migration_policy,
+                               streams_session_timeout_ms=sc.group_streams_session_timeout_ms,
+                               streams_heartbeat_interval_ms=sc.group_streams_heartbeat_interval_ms,
+                               streams_max_size=sc.group_streams_max_size,
+                               streams_num_standby_replicas=sc.group_streams_num_standby_replicas,
+                               streams_max_standby_replicas=sc.group_streams_max_standby_replicas,
+                               streams_initial_rebalance_delay_ms=sc.group_streams_initial_rebalance_delay_ms,
+                               streams_assignment_interval_ms=sc.group_streams_assignment_interval_ms)
     bus = EventBus()
     bus.subscribe(KafkaWordedLog())
     return CoordinatorService(CoordinatorRuntime(timer or AsyncioTimer(), config, topics, bus,

@@ -27,6 +27,14 @@ class CoordinatorConfig:
     consumer_assignment_interval_ms: int = default("group.consumer.assignment.interval.ms")
     consumer_regex_refresh_interval_ms: int = default("group.consumer.regex.refresh.interval.ms")
     consumer_migration_policy: str = default("group.consumer.migration.policy")
+    # Streams groups (KIP-1071).
+    streams_session_timeout_ms: int = default("group.streams.session.timeout.ms")
+    streams_heartbeat_interval_ms: int = default("group.streams.heartbeat.interval.ms")
+    streams_max_size: int = default("group.streams.max.size")
+    streams_num_standby_replicas: int = default("group.streams.num.standby.replicas")
+    streams_max_standby_replicas: int = default("group.streams.max.standby.replicas")
+    streams_initial_rebalance_delay_ms: int = default("group.streams.initial.rebalance.delay.ms")
+    streams_assignment_interval_ms: int = default("group.streams.assignment.interval.ms")
 
     @property
     def upgrade_enabled(self) -> bool:

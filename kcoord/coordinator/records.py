@@ -63,10 +63,11 @@ class ConsumerGroupRecord:
 
 @dataclass(frozen=True)
 class StreamsGroupRecord:
-    """A streams group (KIP-1071) as a whole, shaped like its records (kcoord.coordinator.streams.
-    snapshot): group metadata, topology, members' metadata, the target assignment and the members'
-    current assignments; or its tombstone (value None). kcoord.log.consumer_offsets writes it as
-    Kafka's record types 17 to 23."""
+    """A streams group (KIP-1071) as a whole: its metadata, topology, members with their current
+    assignments, the target assignment, and the members removed since the previous snapshot;
+    or its tombstone (value None: every record of the group is tombstoned). Durable state keeps
+    it as it is; kcoord.log.consumer_offsets writes it as Kafka's record types 17 and 19-23
+    (its docstring has the snapshot's shape)."""
     group_id: str
     value: dict | None
 

@@ -42,6 +42,52 @@ previous snapshot gets tombstones (types 8, 7, 5, in Kafka's order) and a delete
 of types 6 and 3. The regex records (type 16) are not written: kcoord resolves regexes anew.
 `decode_key` refuses these types (the report skips them as "not a classic group record").
 
+Streams groups (KIP-1071), written from the coordinator's `StreamsGroupRecord` the same way
+(value version 0, flexible; keys as above), each list of tasks sorted by subtopology id then
+partition as Kafka sorts them, key/value lists by key (a topology's in the member's order):
+
+    type 17  StreamsGroupMetadata          Epoch int32, MetadataHash int64, tag 0
+                                           ValidatedTopologyEpoch (unless -1), tag 1
+                                           LastAssignmentConfigs [Key, Value] (unless empty)
+    type 19  StreamsGroupMemberMetadata    InstanceId?, RackId?, ClientId, ClientHost,
+                                           RebalanceTimeoutMs, TopologyEpoch int32, ProcessId,
+                                           UserEndpoint? (Host, Port uint16), ClientTags [Key, Value]
+    type 20  StreamsGroupTargetAssignmentMetadata  AssignmentEpoch int32, tag 0
+                                           AssignmentTimestamp int64 (unless 0)
+    type 21  StreamsGroupTargetAssignmentMember    Active/Standby/WarmupTasks [SubtopologyId, Partitions]
+    type 22  StreamsGroupCurrentMemberAssignment   MemberEpoch, PreviousMemberEpoch int32, State int8,
+                                           Active/Standby/WarmupTasks and the same three pending
+                                           revocation (active ones with tag 0 AssignmentEpochs,
+                                           unless empty)
+    type 23  StreamsGroupTopology          Epoch int32, Subtopologies [SubtopologyId, SourceTopics,
+                                           SourceTopicRegex, StateChangelogTopics [TopicInfo],
+                                           RepartitionSinkTopics, RepartitionSourceTopics [TopicInfo],
+                                           CopartitionGroups [three []int16]]
+
+The snapshot (the coordinator's streams group model makes and loads exactly this; partitions
+are ints):
+
+    {"group_id", "metadata": {"epoch", "metadata_hash", "validated_topology_epoch",
+                              "last_assignment_configs": {key: value}},
+     "topology": None | {"epoch", "subtopologies": [{"subtopology_id", "source_topics",
+         "source_topic_regex", "state_changelog_topics": [TopicInfo], "repartition_sink_topics",
+         "repartition_source_topics": [TopicInfo], "copartition_groups": [{"source_topics",
+         "source_topic_regex", "repartition_source_topics"}]}]},   # TopicInfo: {"name",
+         "partitions", "replication_factor", "topic_configs": {key: value}}
+     "members": {member id: {"metadata": {"instance_id", "rack_id", "client_id", "client_host",
+                     "rebalance_timeout_ms", "topology_epoch", "process_id",
+                     "user_endpoint": None | {"host", "port"}, "client_tags": {key: value}},
+                 "assignment": {"member_epoch", "previous_member_epoch", "state",
+                     "active": {subtopology: {partition: assignment epoch}}, "standby": {sid: [p]},
+                     "warmup": {sid: [p]}, "active_pending_revocation": {sid: {p: epoch}},
+                     "standby_pending_revocation": {sid: [p]}, "warmup_pending_revocation": {sid: [p]}}}},
+     "target": {"assignment_epoch", "assignment_timestamp_ms",
+                "members": {member id: {"active": {sid: [p]}, "standby": ..., "warmup": ...}}},
+     "removed_members": [member id]}      # gone since the previous snapshot (tombstones)
+
+"active_pending_revocation" may also be {sid: [p]}: the partitions then carry the member epoch,
+which Kafka's loader assumes for a task without its epoch.
+
 Kafka 4.3 writes OffsetCommitValue v4 (v1 when the commit carried an explicit retention)
 and GroupMetadataValue v3; so does kcoord. `decode_key`/`decode_value` read every version up
 to those, and give the JSON shape Kafka's OffsetsMessageFormatter and
@@ -64,7 +110,8 @@ from typing import Callable, Iterable
 
 from kcoord.coordinator.config import offsets_partition_for
 from kcoord.coordinator.offsets.committed import CommittedOffset
-from kcoord.coordinator.records import ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record, TxnOffsetCommitRecord
+from kcoord.coordinator.records import (ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record,
+                                        StreamsGroupRecord, TxnOffsetCommitRecord)
 from wire import records as R
 
 TOPIC = "__consumer_offsets"
@@ -441,6 +488,149 @@ def consumer_group_records(value: dict | None, group_id: str, previous: dict | N
     return out
 
 
+# ---- streams groups (KIP-1071) in Kafka's form -----------------------------------------------
+
+STREAMS_GROUP_METADATA, STREAMS_MEMBER_METADATA = 17, 19
+STREAMS_TARGET_METADATA, STREAMS_TARGET_MEMBER, STREAMS_CURRENT_ASSIGNMENT, STREAMS_TOPOLOGY = 20, 21, 22, 23
+STREAMS_RECORD_TYPES = frozenset({STREAMS_GROUP_METADATA, STREAMS_MEMBER_METADATA, STREAMS_TARGET_METADATA,
+                                  STREAMS_TARGET_MEMBER, STREAMS_CURRENT_ASSIGNMENT, STREAMS_TOPOLOGY})
+# Kafka's default of ValidatedTopologyEpoch (tag 0 of type 17): not written when it is the value.
+NO_VALIDATED_TOPOLOGY = -1
+
+
+def java_order(text: str) -> bytes:
+    """Sort key of Java's String.compareTo (UTF-16 code units), which Kafka's records sort by."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def _tagged(fields: list[tuple[int, bytes]]) -> bytes:
+    """A flexible struct's tagged fields, ascending tags, each already encoded."""
+    return _uvarint(len(fields)) + b"".join(_uvarint(tag) + _uvarint(len(data)) + data for tag, data in fields)
+
+
+def _key_values(pairs: dict, sort: bool) -> bytes:
+    """[Key, Value] structs (ClientTags, LastAssignmentConfigs, TopicConfigs)."""
+    items = sorted(pairs.items(), key=lambda kv: java_order(kv[0])) if sort else pairs.items()
+    return _carray([_cstr(k) + _cstr(v) + _NO_TAGS for k, v in items])
+
+
+def _task_ids(tasks: dict, member_epoch: int | None = None) -> bytes:
+    """[SubtopologyId, Partitions] sorted by subtopology id then partition, as Kafka sorts them.
+    `member_epoch` given: the active tasks of a current assignment, whose per-partition epochs
+    ({partition: epoch}) go in tag 0 (AssignmentEpochs); a plain list of partitions there gets
+    the member epoch for each, the epoch Kafka's loader assumes where the tag is missing."""
+    items = []
+    for sid, partitions in sorted(tasks.items(), key=lambda kv: java_order(kv[0])):
+        ordered = sorted(int(p) for p in partitions)
+        tags = _NO_TAGS
+        if member_epoch is not None and ordered:   # no partitions: the tag's default, not written
+            epochs = partitions if isinstance(partitions, dict) else dict.fromkeys(ordered, member_epoch)
+            tags = _tagged([(0, _int32s([epochs[p] for p in ordered]))])
+        items.append(_cstr(sid) + _int32s(ordered) + tags)
+    return _carray(items)
+
+
+def _topic_info(info: dict) -> bytes:
+    return (_cstr(info["name"]) + struct.pack(">ih", info["partitions"], info["replication_factor"])
+            + _key_values(info.get("topic_configs") or {}, sort=False) + _NO_TAGS)
+
+
+def _int16s(values) -> bytes:
+    return _carray([struct.pack(">h", v) for v in values])
+
+
+def _topology_value(topology: dict) -> bytes:
+    """StreamsGroupTopologyValue: the heartbeat's topology, in the order the member sent it."""
+    subtopologies = []
+    for s in topology["subtopologies"]:
+        copartition = [_int16s(g["source_topics"]) + _int16s(g["source_topic_regex"])
+                       + _int16s(g["repartition_source_topics"]) + _NO_TAGS for g in s["copartition_groups"]]
+        subtopologies.append(
+            _cstr(s["subtopology_id"]) + _carray([_cstr(t) for t in s["source_topics"]])
+            + _carray([_cstr(r) for r in s["source_topic_regex"]])
+            + _carray([_topic_info(i) for i in s["state_changelog_topics"]])
+            + _carray([_cstr(t) for t in s["repartition_sink_topics"]])
+            + _carray([_topic_info(i) for i in s["repartition_source_topics"]]) + _carray(copartition) + _NO_TAGS)
+    return struct.pack(">hi", 0, topology["epoch"]) + _carray(subtopologies) + _NO_TAGS
+
+
+def _streams_member_value(meta: dict) -> bytes:
+    endpoint = meta.get("user_endpoint")
+    endpoint_bytes = b"\xff" if endpoint is None else \
+        b"\x01" + _cstr(endpoint["host"]) + struct.pack(">H", endpoint["port"]) + _NO_TAGS
+    return (struct.pack(">h", 0) + _cnullable(meta.get("instance_id")) + _cnullable(meta.get("rack_id"))
+            + _cstr(meta["client_id"]) + _cstr(meta["client_host"])
+            + struct.pack(">ii", meta["rebalance_timeout_ms"], meta["topology_epoch"]) + _cstr(meta["process_id"])
+            + endpoint_bytes + _key_values(meta.get("client_tags") or {}, sort=True) + _NO_TAGS)
+
+
+def _streams_metadata_value(meta: dict) -> bytes:
+    tags = []
+    if meta.get("validated_topology_epoch", NO_VALIDATED_TOPOLOGY) != NO_VALIDATED_TOPOLOGY:
+        tags.append((0, struct.pack(">i", meta["validated_topology_epoch"])))
+    if meta.get("last_assignment_configs"):
+        # The spec's default is an empty list (a JSON null default), which is not written.
+        tags.append((1, _key_values(meta["last_assignment_configs"], sort=True)))
+    return struct.pack(">hiq", 0, meta["epoch"], meta["metadata_hash"]) + _tagged(tags)
+
+
+def _target_metadata_value(epoch: int, timestamp_ms: int) -> bytes:
+    return struct.pack(">hi", 0, epoch) + _tagged([(0, struct.pack(">q", timestamp_ms))] if timestamp_ms else [])
+
+
+def _current_assignment_value(a: dict) -> bytes:
+    epoch = a["member_epoch"]
+    return (struct.pack(">hiib", 0, epoch, a["previous_member_epoch"], a["state"])
+            + _task_ids(a["active"], epoch) + _task_ids(a["standby"]) + _task_ids(a["warmup"])
+            + _task_ids(a["active_pending_revocation"], epoch) + _task_ids(a["standby_pending_revocation"])
+            + _task_ids(a["warmup_pending_revocation"]) + _NO_TAGS)
+
+
+def _target_member_value(tasks: dict) -> bytes:
+    return (struct.pack(">h", 0) + _task_ids(tasks["active"]) + _task_ids(tasks["standby"])
+            + _task_ids(tasks["warmup"]) + _NO_TAGS)
+
+
+def streams_group_records(value: dict | None, group_id: str, previous: dict | None) -> list[tuple[bytes, bytes | None]]:
+    """Kafka's records for one streams group snapshot (None: the group was deleted); `previous`:
+    the snapshot written before, whose members no longer present (and the snapshot's
+    `removed_members`) get tombstones. Kafka's order: a removed member's three tombstones
+    (current assignment, target, metadata); then members' metadata, the topology, the group's
+    metadata (epoch), each member's target, the target's metadata, each member's current
+    assignment. A deleted group's tombstones come by type, as StreamsGroup writes them:
+    current assignments, targets, target metadata, members, group metadata, topology."""
+    def key(kind: int, member: str | None = None) -> bytes:
+        return _consumer_key(kind, group_id, member)
+
+    members = {} if value is None else value["members"]
+    before = (previous or {}).get("members", {})
+    gone = [m for m in dict.fromkeys([*before, *(value or {}).get("removed_members", ())]) if m not in members]
+    if value is None:
+        return ([(key(STREAMS_CURRENT_ASSIGNMENT, m), None) for m in gone]
+                + [(key(STREAMS_TARGET_MEMBER, m), None) for m in gone] + [(key(STREAMS_TARGET_METADATA), None)]
+                + [(key(STREAMS_MEMBER_METADATA, m), None) for m in gone]
+                + [(key(STREAMS_GROUP_METADATA), None), (key(STREAMS_TOPOLOGY), None)])
+    out: list[tuple[bytes, bytes | None]] = []
+    for m in gone:
+        out += [(key(STREAMS_CURRENT_ASSIGNMENT, m), None), (key(STREAMS_TARGET_MEMBER, m), None),
+                (key(STREAMS_MEMBER_METADATA, m), None)]
+    for member_id, member in members.items():
+        out.append((key(STREAMS_MEMBER_METADATA, member_id), _streams_member_value(member["metadata"])))
+    if value.get("topology") is not None:
+        out.append((key(STREAMS_TOPOLOGY), _topology_value(value["topology"])))
+    elif (previous or {}).get("topology") is not None:
+        out.append((key(STREAMS_TOPOLOGY), None))
+    out.append((key(STREAMS_GROUP_METADATA), _streams_metadata_value(value["metadata"])))
+    target = value["target"]
+    for member_id, tasks in target["members"].items():
+        out.append((key(STREAMS_TARGET_MEMBER, member_id), _target_member_value(tasks)))
+    out.append((key(STREAMS_TARGET_METADATA),
+                _target_metadata_value(target["assignment_epoch"], target.get("assignment_timestamp_ms", 0))))
+    for member_id, member in members.items():
+        out.append((key(STREAMS_CURRENT_ASSIGNMENT, member_id), _current_assignment_value(member["assignment"])))
+    return out
+
+
 # ---- the coordinator's records in Kafka's form -----------------------------------------------
 
 def kafka_record(record: Record, topic_id: uuid.UUID | None = None) -> tuple[str, bytes, bytes | None]:
@@ -482,8 +672,10 @@ class OffsetsTopic:
         # latest record of each key, in log order, producer id -> the same of its transaction not
         # ended yet]: what compacting it would keep.
         self._live: dict[int, list] = {}
-        # Each consumer group's last snapshot written, for the tombstones of members gone since.
+        # Each consumer and streams group's last snapshot written, for the tombstones of members
+        # gone since.
         self._consumer_groups: dict[str, dict] = {}
+        self._streams_groups: dict[str, dict] = {}
 
     def ensure(self):
         """The topic, created with Kafka's partition count and configs if it does not exist (the
@@ -501,6 +693,10 @@ class OffsetsTopic:
         tombstones of its next snapshot are worked out against it."""
         self._consumer_groups[group_id] = value
 
+    def remember_streams_group(self, group_id: str, value: dict) -> None:
+        """remember_consumer_group's counterpart for a streams group."""
+        self._streams_groups[group_id] = value
+
     def partition_for(self, group_id: str, topic) -> int:
         if self._count is None or self._count[0] != topic.topic_id:
             self._count = (topic.topic_id, len(topic.partitions))
@@ -512,6 +708,7 @@ class OffsetsTopic:
         now = self.now_ms()
         grouped: dict[int, list[tuple[bytes, bytes | None]]] = {}   # partition -> (key, value), all at `now`
         written: dict[str, dict | None] = {}
+        written_streams: dict[str, dict | None] = {}
         # A commit's records all name one group and few topics: the group's partition (Java's
         # String.hashCode of its id) and each topic's id are looked up once per append.
         partition_of: dict[str, int] = {}
@@ -536,6 +733,13 @@ class OffsetsTopic:
                     entries.append((group_metadata_key(record.group_id), None))
                 entries.extend(consumer_group_records(record.value, record.group_id, previous))
                 written[record.group_id] = record.value
+                continue
+            elif isinstance(record, StreamsGroupRecord):
+                previous = written_streams[record.group_id] if record.group_id in written_streams \
+                    else self._streams_groups.get(record.group_id)
+                grouped.setdefault(self.partition_for(record.group_id, topic), []).extend(
+                    streams_group_records(record.value, record.group_id, previous))
+                written_streams[record.group_id] = record.value
                 continue
             elif type(record) is TxnOffsetCommitRecord:
                 committed = self.topics.get(record.topic)
@@ -572,11 +776,12 @@ class OffsetsTopic:
             ends[index] = base + len(entries)
         if self.durable is not None:
             self.durable.append_batches([(TOPIC, index, data) for index, data, *_ in batches])
-        for group_id, value in written.items():
-            if value is None:
-                self._consumer_groups.pop(group_id, None)
-            else:
-                self._consumer_groups[group_id] = value
+        for snapshots, latest in ((self._consumer_groups, written), (self._streams_groups, written_streams)):
+            for group_id, value in latest.items():
+                if value is None:
+                    snapshots.pop(group_id, None)
+                else:
+                    snapshots[group_id] = value
         for index, data, entries, producer_id, epoch in batches:
             partition = topic.partitions[index]
             base = partition.high_watermark

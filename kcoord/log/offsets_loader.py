@@ -5,8 +5,10 @@ groups and offsets: each key's latest record wins and a tombstone removes the ke
 groups (GroupMetadata), the committed offsets (OffsetCommit) and the consumer groups of KIP-848
 (types 3, 5, 6, 7, 8 and 16) that remain come back in the shapes the coordinator loads
 (kcoord.coordinator: a classic group's metadata dict, a consumer group's snapshot, each
-offset). A group tombstone removes the group, not its offsets: the coordinator writes an
-offset's tombstone itself wherever an offset goes (deletion, expiry), as Kafka does.
+offset), and so do the streams groups of KIP-1071 (types 17 and 19-23, as the snapshot
+kcoord.log.consumer_offsets describes). A group tombstone removes the group, not its offsets:
+the coordinator writes an offset's tombstone itself wherever an offset goes (deletion, expiry),
+as Kafka does.
 
 Offsets committed in a transaction (a transactional batch, TxnOffsetCommit) wait for their
 producer's marker: a commit marker applies them unless an offset written later in the log was
@@ -23,6 +25,7 @@ from __future__ import annotations
 import base64
 import struct
 import uuid
+from dataclasses import dataclass
 
 from kcoord.coordinator.offsets.committed import CommittedOffset
 from kcoord.coordinator.offsets.transactional import LoadedPending
@@ -124,6 +127,188 @@ def _regex(data: bytes) -> tuple[list[str], int]:
     return topics, r.int(">q", "Timestamp")
 
 
+# ---- streams groups (KIP-1071) ---------------------------------------------------------------
+
+def _strings(r: _Reader, what: str) -> list[str]:
+    return [r.compact_str(what) for _ in range(r.compact_len(what))]
+
+
+def _key_values(r: _Reader, what: str) -> dict[str, str]:
+    out = {}
+    for _ in range(r.compact_len(what)):
+        k = r.compact_str(what)
+        out[k] = r.compact_str(what)
+        r.tagged_fields(what)
+    return out
+
+
+def _task_ids(r: _Reader, what: str, member_epoch: int | None = None) -> dict:
+    """{subtopology: [partitions]}; with `member_epoch` (active tasks of a current assignment)
+    {subtopology: {partition: epoch}}, from tag 0, or the member epoch where it is missing or
+    does not match the partitions (Kafka's loader does the same)."""
+    out = {}
+    for _ in range(r.compact_len(what)):
+        sid = r.compact_str(what)
+        partitions = r.int32s(what)
+        tags = r.tagged_fields(what)
+        if member_epoch is None:
+            out[sid] = partitions
+            continue
+        epochs = _Reader(tags[0]).int32s("AssignmentEpochs") if 0 in tags else []
+        if len(epochs) != len(partitions):
+            epochs = [member_epoch] * len(partitions)
+        out[sid] = dict(zip(partitions, epochs))
+    return out
+
+
+def _topic_infos(r: _Reader, what: str) -> list[dict]:
+    out = []
+    for _ in range(r.compact_len(what)):
+        name = r.compact_str(what)
+        partitions, replication = r.int(">i", what), r.int(">h", what)
+        out.append({"name": name, "partitions": partitions, "replication_factor": replication,
+                    "topic_configs": _key_values(r, what)})
+        r.tagged_fields(what)
+    return out
+
+
+def _int16s(r: _Reader, what: str) -> list[int]:
+    return [r.int(">h", what) for _ in range(r.compact_len(what))]
+
+
+def _streams_topology(data: bytes) -> dict:
+    r = _Reader(data)
+    r.int(">h", "version")
+    epoch = r.int(">i", "Epoch")
+    subtopologies = []
+    for _ in range(r.compact_len("Subtopologies")):
+        s = {"subtopology_id": r.compact_str("SubtopologyId"), "source_topics": _strings(r, "SourceTopics"),
+             "source_topic_regex": _strings(r, "SourceTopicRegex"),
+             "state_changelog_topics": _topic_infos(r, "StateChangelogTopics"),
+             "repartition_sink_topics": _strings(r, "RepartitionSinkTopics"),
+             "repartition_source_topics": _topic_infos(r, "RepartitionSourceTopics"), "copartition_groups": []}
+        for _ in range(r.compact_len("CopartitionGroups")):
+            s["copartition_groups"].append({"source_topics": _int16s(r, "CopartitionGroups"),
+                                            "source_topic_regex": _int16s(r, "CopartitionGroups"),
+                                            "repartition_source_topics": _int16s(r, "CopartitionGroups")})
+            r.tagged_fields("CopartitionGroups")
+        r.tagged_fields("Subtopologies")
+        subtopologies.append(s)
+    r.tagged_fields("tagged fields")
+    r.done("StreamsGroupTopologyValue")
+    return {"epoch": epoch, "subtopologies": subtopologies}
+
+
+def _streams_metadata(data: bytes) -> dict:
+    r = _Reader(data)
+    r.int(">h", "version")
+    out = {"epoch": r.int(">i", "Epoch"), "metadata_hash": r.int(">q", "MetadataHash"),
+           "validated_topology_epoch": co.NO_VALIDATED_TOPOLOGY, "last_assignment_configs": {}}
+    tags = r.tagged_fields("tagged fields")
+    r.done("StreamsGroupMetadataValue")
+    if 0 in tags:
+        out["validated_topology_epoch"] = _Reader(tags[0]).int(">i", "ValidatedTopologyEpoch")
+    if 1 in tags:
+        out["last_assignment_configs"] = _key_values(_Reader(tags[1]), "LastAssignmentConfigs")
+    return out
+
+
+def _streams_member(data: bytes) -> dict:
+    r = _Reader(data)
+    r.int(">h", "version")
+    out = {"instance_id": r.compact_nullable_str("InstanceId"), "rack_id": r.compact_nullable_str("RackId"),
+           "client_id": r.compact_str("ClientId"), "client_host": r.compact_str("ClientHost"),
+           "rebalance_timeout_ms": r.int(">i", "RebalanceTimeoutMs"), "topology_epoch": r.int(">i", "TopologyEpoch"),
+           "process_id": r.compact_str("ProcessId"), "user_endpoint": None}
+    if r.int(">b", "UserEndpoint") >= 0:
+        out["user_endpoint"] = {"host": r.compact_str("UserEndpoint.Host"), "port": r.int(">H", "UserEndpoint.Port")}
+        r.tagged_fields("UserEndpoint")
+    out["client_tags"] = _key_values(r, "ClientTags")
+    r.tagged_fields("tagged fields")
+    r.done("StreamsGroupMemberMetadataValue")
+    return out
+
+
+def _streams_current(data: bytes) -> dict:
+    r = _Reader(data)
+    r.int(">h", "version")
+    epoch = r.int(">i", "MemberEpoch")
+    out = {"member_epoch": epoch, "previous_member_epoch": r.int(">i", "PreviousMemberEpoch"),
+           "state": r.int(">b", "State"), "active": _task_ids(r, "ActiveTasks", epoch),
+           "standby": _task_ids(r, "StandbyTasks"), "warmup": _task_ids(r, "WarmupTasks"),
+           "active_pending_revocation": _task_ids(r, "ActiveTasksPendingRevocation", epoch),
+           "standby_pending_revocation": _task_ids(r, "StandbyTasksPendingRevocation"),
+           "warmup_pending_revocation": _task_ids(r, "WarmupTasksPendingRevocation")}
+    r.tagged_fields("tagged fields")
+    r.done("StreamsGroupCurrentMemberAssignmentValue")
+    return out
+
+
+def _streams_target_member(data: bytes) -> dict:
+    r = _Reader(data)
+    r.int(">h", "version")
+    out = {"active": _task_ids(r, "ActiveTasks"), "standby": _task_ids(r, "StandbyTasks"),
+           "warmup": _task_ids(r, "WarmupTasks")}
+    r.tagged_fields("tagged fields")
+    r.done("StreamsGroupTargetAssignmentMemberValue")
+    return out
+
+
+def _streams_target_metadata(data: bytes) -> tuple[int, int]:
+    r = _Reader(data)
+    r.int(">h", "version")
+    epoch = r.int(">i", "AssignmentEpoch")
+    tags = r.tagged_fields("tagged fields")
+    r.done("StreamsGroupTargetAssignmentMetadataValue")
+    return epoch, (_Reader(tags[0]).int(">q", "AssignmentTimestamp") if 0 in tags else 0)
+
+
+class StreamsGroupParts:
+    """One streams group's records as a partition replays them, each key's latest winning."""
+
+    _MEMBER_RECORDS = {co.STREAMS_MEMBER_METADATA: ("members", _streams_member),
+                       co.STREAMS_TARGET_MEMBER: ("target", _streams_target_member),
+                       co.STREAMS_CURRENT_ASSIGNMENT: ("current", _streams_current)}
+
+    def __init__(self):
+        self.metadata: dict | None = None
+        self.topology: dict | None = None
+        self.target_epoch: tuple[int, int] | None = None
+        self.members: dict[str, dict] = {}
+        self.target: dict[str, dict] = {}
+        self.current: dict[str, dict] = {}
+
+    def replay(self, kind: int, key: co._Reader, value: bytes | None) -> None:
+        """One record of type `kind` (17, 19-23); `key` read up to the group id."""
+        if kind == co.STREAMS_GROUP_METADATA:
+            self.metadata = None if value is None else _streams_metadata(value)
+        elif kind == co.STREAMS_TOPOLOGY:
+            self.topology = None if value is None else _streams_topology(value)
+        elif kind == co.STREAMS_TARGET_METADATA:
+            self.target_epoch = None if value is None else _streams_target_metadata(value)
+        else:
+            field, decode = self._MEMBER_RECORDS[kind]
+            member_id = key.str("member")
+            held = getattr(self, field)
+            held.pop(member_id, None)   # re-inserted: members keep the order of their latest records
+            if value is not None:
+                held[member_id] = decode(value)
+
+    def snapshot(self, group_id: str) -> dict | None:
+        """The coordinator's snapshot (kcoord.log.consumer_offsets describes it); None while the
+        group's metadata record is missing (deleted, or never complete). A member is one with
+        both its metadata and its current assignment, which Kafka writes together."""
+        if self.metadata is None:
+            return None
+        epoch, timestamp = self.target_epoch or (0, 0)
+        return {"group_id": group_id, "metadata": self.metadata, "topology": self.topology,
+                "members": {m: {"metadata": meta, "assignment": self.current[m]}
+                            for m, meta in self.members.items() if m in self.current},
+                "target": {"assignment_epoch": epoch, "assignment_timestamp_ms": timestamp,
+                           "members": dict(self.target)},
+                "removed_members": []}
+
+
 def _classic_group(group_id: str, value: dict, now_ms: int) -> dict:
     """A GroupMetadataValue as the coordinator's group metadata (membership.load_group): each member
     comes back with the one protocol Kafka keeps, the group's."""
@@ -162,12 +347,29 @@ def _consumer_group(group_id: str, parts: dict, now_ms: int) -> dict | None:
             "target": parts["target"], "members": members}
 
 
+@dataclass
+class LoadedPartition:
+    """What one __consumer_offsets partition holds, in the shapes the coordinator loads."""
+    classic: list[dict]
+    consumer: list[dict]
+    offsets: list[tuple[str, str, int, CommittedOffset]]
+    pending: LoadedPending
+    streams: list[dict]   # streams group snapshots (kcoord.log.consumer_offsets describes them)
+
+
 def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list[tuple[str, str, int, CommittedOffset]],
                                                    LoadedPending]:
     """The classic groups, consumer groups, committed offsets and offsets of transactions not yet
-    ended that `partition` (a kcoord.log Partition of __consumer_offsets) holds."""
+    ended that `partition` holds (read_partition without the streams groups)."""
+    loaded = read_partition(partition, now_ms)
+    return loaded.classic, loaded.consumer, loaded.offsets, loaded.pending
+
+
+def read_partition(partition, now_ms: int) -> LoadedPartition:
+    """Every group and offset `partition` (a kcoord.log Partition of __consumer_offsets) holds."""
     classic: dict[str, dict] = {}
     consumer: dict[str, dict] = {}
+    streams: dict[str, StreamsGroupParts] = {}
     latest_kind: dict[str, str] = {}   # which kind of group the id named last
     offsets: dict[tuple[str, str, int], CommittedOffset] = {}
     positions: dict[tuple[str, str, int], int] = {}   # the record offset each committed offset came from
@@ -221,7 +423,11 @@ def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list
             r = co._Reader(record.key)
             r.int(">h", "key type")
             group_id = r.str("group")
-            if kind == co.CONSUMER_GROUP_METADATA:
+            if kind in co.STREAMS_RECORD_TYPES:
+                streams.setdefault(group_id, StreamsGroupParts()).replay(kind, r, value)
+                if kind == co.STREAMS_GROUP_METADATA and value is not None:
+                    latest_kind[group_id] = "streams"
+            elif kind == co.CONSUMER_GROUP_METADATA:
                 parts_of(group_id)["epoch"] = None if value is None else _int32_value(value, "Epoch")
                 if value is not None:
                     latest_kind[group_id] = "consumer"
@@ -240,7 +446,7 @@ def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list
                 else:
                     held.pop(second, None)   # re-inserted: members keep the order of their latest records
                     held[second] = decode(value)
-            # Other types (share and streams groups) are not kcoord's: left alone.
+            # Other types (share groups, types Kafka no longer writes) are not kcoord's: left alone.
     classic_out = [_classic_group(g, v, now_ms) for g, v in classic.items() if latest_kind.get(g) == "classic"]
     consumer_out = []
     for group_id, parts in consumer.items():
@@ -251,7 +457,10 @@ def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list
     waiting = LoadedPending([(producer_id, *k, position, value) for producer_id, entries in pending.items()
                              for k, (position, value) in entries.items()])
     waiting.floors = [(*k, positions[k]) for k in dict.fromkeys(e[1:4] for e in waiting.offsets) if k in positions]
-    return classic_out, consumer_out, [(g, t, p, v) for (g, t, p), v in offsets.items()], waiting
+    streams_out = [snapshot for group_id, parts in streams.items() if latest_kind.get(group_id) == "streams"
+                   for snapshot in [parts.snapshot(group_id)] if snapshot is not None]
+    return LoadedPartition(classic_out, consumer_out, [(g, t, p, v) for (g, t, p), v in offsets.items()], waiting,
+                           streams_out)
 
 
 def keys_of(topic) -> tuple[set[str], set[tuple[str, str, int]]]:
@@ -288,13 +497,20 @@ class OffsetsPartitions:
     def ensure(self):
         return self.topic.ensure()
 
-    def load(self, index: int):
-        topic = self.topic.ensure()
-        classic, consumer, offsets, pending = load_partition(topic.partitions[index], self.topic.now_ms())
-        for value in consumer:
-            # What the next snapshot's tombstones are worked out against: what the log holds.
+    def read(self, index: int) -> LoadedPartition:
+        """Every group and offset partition `index` holds; each consumer and streams group is
+        remembered as the log holds it, what its next snapshot's tombstones are worked out against."""
+        loaded = read_partition(self.topic.ensure().partitions[index], self.topic.now_ms())
+        for value in loaded.consumer:
             self.topic.remember_consumer_group(value["group_id"], value)
-        return classic, consumer, offsets, pending
+        for value in loaded.streams:
+            self.topic.remember_streams_group(value["group_id"], value)
+        return loaded
+
+    def load(self, index: int):
+        """read() as the runtime takes it today: classic, consumer, offsets, pending."""
+        loaded = self.read(index)
+        return loaded.classic, loaded.consumer, loaded.offsets, loaded.pending
 
     def write_marker(self, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                      commit: bool, timestamp_ms: int) -> int:

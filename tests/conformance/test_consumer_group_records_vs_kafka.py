@@ -1,6 +1,7 @@
 """kcoord's consumer group records in __consumer_offsets (KIP-848: record types 3, 5, 6, 7, 8, 16)
-read back by Kafka 4.3.1's own generated record classes: every record parses exactly, and
-says what the coordinator holds."""
+and streams group records (KIP-1071: 17, 19-23) read back by Kafka 4.3.1's own generated record
+classes: every record parses exactly, and says what the coordinator holds; streams records are
+also written back by Kafka's classes to the very bytes kcoord wrote."""
 import subprocess
 from pathlib import Path
 
@@ -13,10 +14,10 @@ from tests.unit.coordinator.consumer_harness import ConsumerHarness, Topics
 SOURCE = Path(__file__).with_name("java") / "KcoordConsumerGroupRecords.java"
 
 
-def _read_with_kafka(records) -> list[str]:
+def _read_with_kafka(records, *args: str) -> list[str]:
     text = "".join(f"{k.hex()} {'-' if v is None else v.hex()}\n" for k, v in records)
-    proc = subprocess.run(program_command(SOURCE, "consumer-group-records", reference_kafka.classpath()), input=text,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(program_command(SOURCE, "consumer-group-records", reference_kafka.classpath(), *args),
+                          input=text, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.splitlines()
 
@@ -67,3 +68,36 @@ def test_kafka_reads_a_classic_members_metadata():
     plain = next(line for line in lines
                  if line.startswith("ConsumerGroupMemberMetadataKey(groupId='g', memberId='m1')"))
     assert "classicMemberMetadata=null" in plain, plain
+
+
+def test_kafka_reads_and_writes_back_kcoords_streams_group_records():
+    """Every streams record type, with tags present and absent (validated topology epoch,
+    assignment timestamp, active tasks' epochs), a user endpoint at the top of its uint16 port,
+    and the tombstones of a member gone and of the group deleted."""
+    import copy
+
+    from kcoord.log.consumer_offsets import streams_group_records
+    from tests.unit.storage.test_streams_group_records import snapshot
+
+    first = snapshot()
+    second = copy.deepcopy(first)
+    del second["members"]["m2"], second["target"]["members"]["m2"]
+    second["metadata"].update(epoch=6, validated_topology_epoch=-1, last_assignment_configs={})
+    second["target"]["assignment_timestamp_ms"] = 0
+    second["members"]["m1"]["assignment"]["active"]["2"] = {}   # a subtopology without partitions
+    records = (streams_group_records(first, "app", None) + streams_group_records(second, "app", first)
+               + streams_group_records(None, "app", second))
+    lines = _read_with_kafka(records, "exact")
+    assert len(lines) == len(records) and not [line for line in lines if line.startswith("ERROR")], lines
+    assert any(line.startswith("StreamsGroupMemberMetadataKey(groupId='app', memberId='m1')")
+               and "userEndpoint=Endpoint(host='app-1.local', port=65535)" in line
+               and "clientTags=[KeyValue(key='az', value='a'), KeyValue(key='zone', value='b')" in line
+               for line in lines), lines
+    assert any(line.startswith("StreamsGroupCurrentMemberAssignmentKey(groupId='app', memberId='m1')")
+               and "TaskIds(subtopologyId='0', partitions=[0, 2], assignmentEpochs=[5, 4])" in line
+               for line in lines), lines
+    assert any(line.startswith("StreamsGroupMetadataKey(groupId='app')") and "validatedTopologyEpoch=1" in line
+               and "lastAssignmentConfigs=[LastAssignmentConfig(key='num.standby.replicas', value='1')]" in line
+               for line in lines), lines
+    assert "StreamsGroupCurrentMemberAssignmentKey(groupId='app', memberId='m2') -" in lines
+    assert lines[-2:] == ["StreamsGroupMetadataKey(groupId='app') -", "StreamsGroupTopologyKey(groupId='app') -"]

@@ -26,6 +26,20 @@ KAFKA_DEFAULTS = {
     "group.consumer.assignment.interval.ms": "1000",
     "group.consumer.regex.refresh.interval.ms": "600000",
     "group.consumer.migration.policy": "bidirectional",
+    # GroupCoordinatorConfig's group.streams.* (KIP-1071).
+    "group.streams.session.timeout.ms": "45000",
+    "group.streams.min.session.timeout.ms": "45000",
+    "group.streams.max.session.timeout.ms": "60000",
+    "group.streams.heartbeat.interval.ms": "5000",
+    "group.streams.min.heartbeat.interval.ms": "5000",
+    "group.streams.max.heartbeat.interval.ms": "15000",
+    "group.streams.max.size": "2147483647",
+    "group.streams.num.standby.replicas": "0",
+    "group.streams.max.standby.replicas": "2",
+    "group.streams.initial.rebalance.delay.ms": "3000",
+    "group.streams.assignment.interval.ms": "1000",
+    "group.streams.min.assignment.interval.ms": "0",
+    "group.streams.max.assignment.interval.ms": "15000",
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
@@ -254,6 +268,46 @@ def test_session_limits_and_offsets_reach_the_coordinator():
     assert (c.min_session_timeout_ms, c.max_session_timeout_ms, c.max_group_size) == (1000, 5000, 3)
     assert (c.offsets_retention_ms, c.offsets_retention_check_interval_ms, c.offset_metadata_max_bytes) == \
         (120000, 1234, 10)
+
+
+def test_streams_group_configs_reach_the_coordinator():
+    cfg = serve_config("--config", "group.streams.session.timeout.ms=50000",
+                       "--config", "group.streams.heartbeat.interval.ms=6000", "--config", "group.streams.max.size=7",
+                       "--config", "group.streams.num.standby.replicas=1",
+                       "--config", "group.streams.max.standby.replicas=3",
+                       "--config", "group.streams.initial.rebalance.delay.ms=0",
+                       "--config", "group.streams.assignment.interval.ms=0")
+    c = build_coordinator(cfg, TopicStore(), ManualTimer()).runtime.config
+    assert (c.streams_session_timeout_ms, c.streams_heartbeat_interval_ms, c.streams_max_size) == (50000, 6000, 7)
+    assert (c.streams_num_standby_replicas, c.streams_max_standby_replicas, c.streams_initial_rebalance_delay_ms,
+            c.streams_assignment_interval_ms) == (1, 3, 0, 0)
+
+
+@pytest.mark.parametrize("pairs, refused", [
+    # GroupCoordinatorConfig's requirements, in its words.
+    (["group.streams.session.timeout.ms=44999"],
+     "group.streams.session.timeout.ms=44999: must be greater than or equal to group.streams.min.session.timeout.ms"),
+    (["group.streams.session.timeout.ms=60001"],
+     "group.streams.session.timeout.ms=60001: must be less than or equal to group.streams.max.session.timeout.ms"),
+    (["group.streams.max.session.timeout.ms=40000"], "group.streams.max.session.timeout.ms=40000: must be greater "
+                                                     "than or equal to group.streams.min.session.timeout.ms"),
+    (["group.streams.heartbeat.interval.ms=4000"], "group.streams.heartbeat.interval.ms=4000: must be greater than "
+                                                   "or equal to group.streams.min.heartbeat.interval.ms"),
+    (["group.streams.heartbeat.interval.ms=15001"], "group.streams.heartbeat.interval.ms=15001: must be less than "
+                                                    "or equal to group.streams.max.heartbeat.interval.ms"),
+    (["group.streams.max.heartbeat.interval.ms=50000", "group.streams.heartbeat.interval.ms=45000"],
+     "group.streams.heartbeat.interval.ms=45000: must be less than group.streams.session.timeout.ms"),
+    (["group.streams.assignment.interval.ms=15001"], "group.streams.assignment.interval.ms=15001: must be less "
+                                                     "than or equal to group.streams.max.assignment.interval.ms"),
+    (["group.streams.num.standby.replicas=3"],
+     "group.streams.num.standby.replicas=3: must be less than or equal to group.streams.max.standby.replicas"),
+    (["group.streams.num.standby.replicas=-1"], "group.streams.num.standby.replicas=-1: must be at least 0"),
+    (["group.streams.max.size=0"], "group.streams.max.size=0: must be at least 1"),
+])
+def test_streams_group_configs_are_checked_as_kafka_checks_them(pairs, refused):
+    with pytest.raises(bc.ConfigError) as err:
+        serve_config(*[arg for pair in pairs for arg in ("--config", pair)])
+    assert str(err.value).startswith(refused), str(err.value)
 
 
 # --- DescribeConfigs -------------------------------------------------------------------------

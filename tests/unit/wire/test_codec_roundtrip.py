@@ -14,7 +14,7 @@ ALL = codec.all_message_versions()
 def test_every_api_kcoord_serves_is_covered():
     keys = {k for k, _, _ in ALL}
     needed = {18, 3, 10, 11, 14, 12, 13, 8, 9, 47, 15, 16, 42, 19, 20, 0, 1, 2, 22, 60, 32,
-              17, 36, 68, 69}
+              17, 36, 68, 69, 88, 89}
     assert needed <= keys, sorted(needed - keys)
 
 
@@ -47,3 +47,20 @@ def test_request_header_roundtrip(api_key, version):
     req = codec.decode_request(payload)
     assert (req.api_key, req.api_version, req.correlation_id, req.client_id) == (api_key, version, 77, "c-1")
     assert codec.encode_request(api_key, version, req.header, req.body) == payload
+
+
+def test_streams_endpoint_port_is_an_unsigned_16_bit_int():
+    """KIP-1071's Endpoint.Port is a uint16: the top of its range is two 0xff bytes, not a
+    negative int16, and one past it is refused before anything is sent."""
+    from wire.types import EncodeError
+    layout = codec.message(88, 0, "request")
+
+    def heartbeat(port):
+        return Message(group_id="g", member_id="m", member_epoch=0, endpoint_information_epoch=0,
+                       user_endpoint=Message(host="h", port=port))
+
+    encoded = layout.encode(heartbeat(65535))
+    assert b"\x02h\xff\xff\x00" in encoded   # compact "h", port, the struct's empty tagged fields
+    assert layout.decode(encoded).user_endpoint.port == 65535
+    with pytest.raises(EncodeError, match="user_endpoint.port"):
+        layout.encode(heartbeat(65536))
