@@ -74,11 +74,16 @@ class _Reader(co._Reader):
         return out
 
 
+def _member_identity(r: _Reader) -> dict:
+    """The fields a consumer and a streams group member's metadata value both start with."""
+    return {"instance_id": r.compact_nullable_str("InstanceId"), "rack_id": r.compact_nullable_str("RackId"),
+            "client_id": r.compact_str("ClientId"), "client_host": r.compact_str("ClientHost")}
+
+
 def _member_metadata(data: bytes) -> dict:
     r = _Reader(data)
     r.int(">h", "version")
-    out = {"instance_id": r.compact_nullable_str("InstanceId"), "rack_id": r.compact_nullable_str("RackId"),
-           "client_id": r.compact_str("ClientId"), "client_host": r.compact_str("ClientHost"),
+    out = {**_member_identity(r),
            "subscribed_topic_names": [r.compact_str("SubscribedTopicNames")
                                       for _ in range(r.compact_len("SubscribedTopicNames"))],
            "subscribed_topic_regex": r.compact_nullable_str("SubscribedTopicRegex"),
@@ -176,36 +181,42 @@ def _int16s(r: _Reader, what: str) -> list[int]:
     return [r.int(">h", what) for _ in range(r.compact_len(what))]
 
 
-def _streams_topology(data: bytes) -> dict:
+def _flexible_value(data: bytes, name: str, read) -> tuple[object, dict[int, bytes]]:
+    """A flexible value: its version, the fields `read(reader)` returns, its tagged fields (by tag),
+    and nothing after them."""
     r = _Reader(data)
     r.int(">h", "version")
-    epoch = r.int(">i", "Epoch")
-    subtopologies = []
-    for _ in range(r.compact_len("Subtopologies")):
-        s = {"subtopology_id": r.compact_str("SubtopologyId"), "source_topics": _strings(r, "SourceTopics"),
-             "source_topic_regex": _strings(r, "SourceTopicRegex"),
-             "state_changelog_topics": _topic_infos(r, "StateChangelogTopics"),
-             "repartition_sink_topics": _strings(r, "RepartitionSinkTopics"),
-             "repartition_source_topics": _topic_infos(r, "RepartitionSourceTopics"), "copartition_groups": []}
-        for _ in range(r.compact_len("CopartitionGroups")):
-            s["copartition_groups"].append({"source_topics": _int16s(r, "CopartitionGroups"),
-                                            "source_topic_regex": _int16s(r, "CopartitionGroups"),
-                                            "repartition_source_topics": _int16s(r, "CopartitionGroups")})
-            r.tagged_fields("CopartitionGroups")
-        r.tagged_fields("Subtopologies")
-        subtopologies.append(s)
-    r.tagged_fields("tagged fields")
-    r.done("StreamsGroupTopologyValue")
-    return {"epoch": epoch, "subtopologies": subtopologies}
+    out = read(r)
+    tags = r.tagged_fields("tagged fields")
+    r.done(name)
+    return out, tags
+
+
+def _read_subtopology(r: _Reader) -> dict:
+    s = {"subtopology_id": r.compact_str("SubtopologyId"), "source_topics": _strings(r, "SourceTopics"),
+         "source_topic_regex": _strings(r, "SourceTopicRegex"),
+         "state_changelog_topics": _topic_infos(r, "StateChangelogTopics"),
+         "repartition_sink_topics": _strings(r, "RepartitionSinkTopics"),
+         "repartition_source_topics": _topic_infos(r, "RepartitionSourceTopics"), "copartition_groups": []}
+    for _ in range(r.compact_len("CopartitionGroups")):
+        s["copartition_groups"].append({"source_topics": _int16s(r, "CopartitionGroups"),
+                                        "source_topic_regex": _int16s(r, "CopartitionGroups"),
+                                        "repartition_source_topics": _int16s(r, "CopartitionGroups")})
+        r.tagged_fields("CopartitionGroups")
+    r.tagged_fields("Subtopologies")
+    return s
+
+
+def _streams_topology(data: bytes) -> dict:
+    return _flexible_value(data, "StreamsGroupTopologyValue", lambda r: {
+        "epoch": r.int(">i", "Epoch"),
+        "subtopologies": [_read_subtopology(r) for _ in range(r.compact_len("Subtopologies"))]})[0]
 
 
 def _streams_metadata(data: bytes) -> dict:
-    r = _Reader(data)
-    r.int(">h", "version")
-    out = {"epoch": r.int(">i", "Epoch"), "metadata_hash": r.int(">q", "MetadataHash"),
-           "validated_topology_epoch": co.NO_VALIDATED_TOPOLOGY, "last_assignment_configs": {}}
-    tags = r.tagged_fields("tagged fields")
-    r.done("StreamsGroupMetadataValue")
+    out, tags = _flexible_value(data, "StreamsGroupMetadataValue", lambda r: {
+        "epoch": r.int(">i", "Epoch"), "metadata_hash": r.int(">q", "MetadataHash"),
+        "validated_topology_epoch": co.NO_VALIDATED_TOPOLOGY, "last_assignment_configs": {}})
     if 0 in tags:
         out["validated_topology_epoch"] = _Reader(tags[0]).int(">i", "ValidatedTopologyEpoch")
     if 1 in tags:
@@ -213,53 +224,44 @@ def _streams_metadata(data: bytes) -> dict:
     return out
 
 
-def _streams_member(data: bytes) -> dict:
-    r = _Reader(data)
-    r.int(">h", "version")
-    out = {"instance_id": r.compact_nullable_str("InstanceId"), "rack_id": r.compact_nullable_str("RackId"),
-           "client_id": r.compact_str("ClientId"), "client_host": r.compact_str("ClientHost"),
+def _read_streams_member(r: _Reader) -> dict:
+    out = {**_member_identity(r),
            "rebalance_timeout_ms": r.int(">i", "RebalanceTimeoutMs"), "topology_epoch": r.int(">i", "TopologyEpoch"),
            "process_id": r.compact_str("ProcessId"), "user_endpoint": None}
     if r.int(">b", "UserEndpoint") >= 0:
         out["user_endpoint"] = {"host": r.compact_str("UserEndpoint.Host"), "port": r.int(">H", "UserEndpoint.Port")}
         r.tagged_fields("UserEndpoint")
     out["client_tags"] = _key_values(r, "ClientTags")
-    r.tagged_fields("tagged fields")
-    r.done("StreamsGroupMemberMetadataValue")
     return out
+
+
+def _streams_member(data: bytes) -> dict:
+    return _flexible_value(data, "StreamsGroupMemberMetadataValue", _read_streams_member)[0]
+
+
+def _read_streams_current(r: _Reader) -> dict:
+    epoch = r.int(">i", "MemberEpoch")
+    return {"member_epoch": epoch, "previous_member_epoch": r.int(">i", "PreviousMemberEpoch"),
+            "state": r.int(">b", "State"), "active": _task_ids(r, "ActiveTasks", epoch),
+            "standby": _task_ids(r, "StandbyTasks"), "warmup": _task_ids(r, "WarmupTasks"),
+            "active_pending_revocation": _task_ids(r, "ActiveTasksPendingRevocation", epoch),
+            "standby_pending_revocation": _task_ids(r, "StandbyTasksPendingRevocation"),
+            "warmup_pending_revocation": _task_ids(r, "WarmupTasksPendingRevocation")}
 
 
 def _streams_current(data: bytes) -> dict:
-    r = _Reader(data)
-    r.int(">h", "version")
-    epoch = r.int(">i", "MemberEpoch")
-    out = {"member_epoch": epoch, "previous_member_epoch": r.int(">i", "PreviousMemberEpoch"),
-           "state": r.int(">b", "State"), "active": _task_ids(r, "ActiveTasks", epoch),
-           "standby": _task_ids(r, "StandbyTasks"), "warmup": _task_ids(r, "WarmupTasks"),
-           "active_pending_revocation": _task_ids(r, "ActiveTasksPendingRevocation", epoch),
-           "standby_pending_revocation": _task_ids(r, "StandbyTasksPendingRevocation"),
-           "warmup_pending_revocation": _task_ids(r, "WarmupTasksPendingRevocation")}
-    r.tagged_fields("tagged fields")
-    r.done("StreamsGroupCurrentMemberAssignmentValue")
-    return out
+    return _flexible_value(data, "StreamsGroupCurrentMemberAssignmentValue", _read_streams_current)[0]
 
 
 def _streams_target_member(data: bytes) -> dict:
-    r = _Reader(data)
-    r.int(">h", "version")
-    out = {"active": _task_ids(r, "ActiveTasks"), "standby": _task_ids(r, "StandbyTasks"),
-           "warmup": _task_ids(r, "WarmupTasks")}
-    r.tagged_fields("tagged fields")
-    r.done("StreamsGroupTargetAssignmentMemberValue")
-    return out
+    return _flexible_value(data, "StreamsGroupTargetAssignmentMemberValue", lambda r: {
+        "active": _task_ids(r, "ActiveTasks"), "standby": _task_ids(r, "StandbyTasks"),
+        "warmup": _task_ids(r, "WarmupTasks")})[0]
 
 
 def _streams_target_metadata(data: bytes) -> tuple[int, int]:
-    r = _Reader(data)
-    r.int(">h", "version")
-    epoch = r.int(">i", "AssignmentEpoch")
-    tags = r.tagged_fields("tagged fields")
-    r.done("StreamsGroupTargetAssignmentMetadataValue")
+    epoch, tags = _flexible_value(data, "StreamsGroupTargetAssignmentMetadataValue",
+                                  lambda r: r.int(">i", "AssignmentEpoch"))
     return epoch, (_Reader(tags[0]).int(">q", "AssignmentTimestamp") if 0 in tags else 0)
 
 
