@@ -26,14 +26,13 @@ from typing import Callable, Protocol
 from kcoord.coordinator.clock import ScopedTimer, Timer
 from kcoord.coordinator.config import CoordinatorConfig, offsets_partition_for
 from kcoord.coordinator.consumer.group import ConsumerGroup
+from kcoord.coordinator.streams.group import StreamsGroup
 from kcoord.coordinator.coordinator import GroupCoordinator
 from kcoord.coordinator.events import EventBus
 from kcoord.coordinator.classic.group import Group
-from kcoord.coordinator.offsets.committed import CommittedOffset
 from kcoord.coordinator.records import RecordSink
 from kcoord.coordinator.results import ConsumerGroupDescription, GroupDescription
 from kcoord.coordinator.shards import NO_NODE, Shard, ShardedRuntime, ShardState
-from kcoord.coordinator.offsets.transactional import LoadedPending
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.coordinator")
@@ -46,10 +45,9 @@ class PartitionLog(Protocol):
     def ensure(self):
         """The topic, created with Kafka's settings if it does not exist yet."""
 
-    def load(self, index: int) -> tuple[list[dict], list[dict], list[tuple[str, str, int, CommittedOffset]],
-                                        LoadedPending]:
-        """The classic groups, consumer groups, committed offsets and offsets of transactions not
-        yet ended that partition `index` holds."""
+    def read(self, index: int):
+        """What partition `index` holds (kcoord.log.offsets_loader.LoadedPartition): its classic,
+        consumer and streams groups, committed offsets and offsets of transactions not yet ended."""
 
     def write_marker(self, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                      commit: bool, timestamp_ms: int) -> int:
@@ -141,19 +139,23 @@ class CoordinatorRuntime(ShardedRuntime):
     # ------------------------------------------------------ loading, unloading
     def _build(self, shard: Shard) -> GroupCoordinator:
         coordinator = self._coordinator(shard.partition)
-        classic, consumer, offsets, pending = (self.log.load(shard.partition) if self.log is not None
-                                               else ((), (), (), None))
-        coordinator.load(classic, consumer, offsets, pending, partition=shard.partition, node=shard.node,
-                         leader_epoch=shard.epoch)
+        if self.log is not None:
+            loaded = self.log.read(shard.partition)
+            coordinator.load(loaded.classic, loaded.consumer, loaded.offsets, loaded.pending, streams=loaded.streams,
+                             partition=shard.partition, node=shard.node, leader_epoch=shard.epoch)
+        else:
+            coordinator.load((), (), (), None, partition=shard.partition, node=shard.node, leader_epoch=shard.epoch)
         return coordinator
 
     def _loaded(self, shard: Shard) -> None:
         if self.on_change is not None:
-            for group_id in [*shard.coordinator.ctx.groups, *shard.coordinator.ctx.consumer_groups]:
+            ctx = shard.coordinator.ctx
+            for group_id in [*ctx.groups, *ctx.consumer_groups, *ctx.streams_groups]:
                 self.on_change(group_id)
 
     def _unloaded(self, shard: Shard, why: str) -> None:
-        groups = [*shard.coordinator.ctx.groups, *shard.coordinator.ctx.consumer_groups]
+        ctx = shard.coordinator.ctx
+        groups = [*ctx.groups, *ctx.consumer_groups, *ctx.streams_groups]
         shard.coordinator.unload(partition=shard.partition, node=shard.node, leader_epoch=shard.epoch, reason=why)
         if self.on_change is not None:
             for group_id in groups:
@@ -226,6 +228,10 @@ class CoordinatorRuntime(ShardedRuntime):
         holder = self._holding(group_id)
         return None if holder is None else holder.consumer_group(group_id)
 
+    def streams_group(self, group_id: str) -> StreamsGroup | None:
+        holder = self._holding(group_id)
+        return None if holder is None else holder.streams_group(group_id)
+
     def committed(self, group_id: str) -> dict:
         """(topic, partition) -> CommittedOffset of `group_id`, wherever it is coordinated."""
         holder = self._holding(group_id)
@@ -237,6 +243,9 @@ class CoordinatorRuntime(ShardedRuntime):
 
     def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
         return (self._holding(group_id) or self._nobody).consumer_group_describe(group_id)
+
+    def streams_group_describe(self, group_id: str) -> dict:
+        return (self._holding(group_id) or self._nobody).streams_group_describe(group_id)
 
     def coordinator_node(self, group_id: str) -> int:
         """The broker coordinating `group_id` now (NO_NODE: none, or still loading)."""

@@ -509,11 +509,6 @@ class OffsetsPartitions:
             self.topic.remember_streams_group(value["group_id"], value)
         return loaded
 
-    def load(self, index: int):
-        """read() as the runtime takes it today: classic, consumer, offsets, pending."""
-        loaded = self.read(index)
-        return loaded.classic, loaded.consumer, loaded.offsets, loaded.pending
-
     def write_marker(self, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                      commit: bool, timestamp_ms: int) -> int:
         return self.topic.write_marker(index, producer_id, producer_epoch, coordinator_epoch, commit, timestamp_ms)

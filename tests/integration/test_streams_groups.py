@@ -50,7 +50,7 @@ CLASSIC_APP_CONFIG = {"group.protocol": "classic", "processing.guarantee": "exac
                       "consumer.session.timeout.ms": "20000", "consumer.heartbeat.interval.ms": "1000"}
 
 NOT_SERVED = pytest.mark.xfail(reason="StreamsGroupHeartbeat not served yet", strict=True)
-BROKERS = [pytest.param("kcoord", marks=NOT_SERVED), "kafka"]
+BROKERS = ["kcoord", "kafka"]
 
 pytestmark = [pytest.mark.integration, pytest.mark.kcoord(kafka_config=BROKER_CONFIG)]
 

@@ -198,7 +198,7 @@ def test_the_snapshot_round_trips_and_a_loaded_group_carries_on():
     value = snapshot(h.group())
     again = restore(value)
     assert snapshot(again) == value
-    other = StreamsHarness()
+    other = StreamsHarness(h.topics)   # the same topics (ids): a restart of the same cluster
     other.c.load_streams_group(value)
     r = other.hb("m1", r.member_epoch, owned=(tasks(**{"0": {0, 1, 2, 3}}), []))
     assert r.error is ErrorCode.NONE and r.member_epoch == 1
