@@ -554,7 +554,7 @@ class ConsumerProtocol:
             return ConsumerGroupDescription(group_id, ctx.availability(group_id), state="")
         group = self.groups.get(group_id)
         if group is None:
-            if group_id in ctx.groups:
+            if group_id in ctx.groups or group_id in ctx.streams_groups:
                 return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND,
                                                 f"Group {group_id} is not a consumer group.")
             return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")

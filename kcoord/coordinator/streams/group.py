@@ -120,7 +120,8 @@ class StreamsMember:
 class StreamsGroup:
     group_id: str
     created_ms: int = 0
-    group_epoch: int = 0
+    # As Kafka 4.3's StreamsGroup, a new group starts at epoch 1: its first member's join bumps it to 2.
+    group_epoch: int = 1
     metadata_hash: int = 0
     validated_topology_epoch: int = -1
     last_assignment_configs: dict[str, str] = field(default_factory=dict)
