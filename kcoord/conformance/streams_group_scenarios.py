@@ -156,12 +156,14 @@ def statuses(r, initial_delay: bool = False) -> str:
                            for s in _shown(r, initial_delay)) + "]"
 
 
-def answer(r, *, initial_delay: bool = False) -> str:
-    """A heartbeat answer in one line: error (and message), epoch, statuses, active tasks."""
+def answer(r, *, initial_delay: bool = False, epoch: bool = True) -> str:
+    """A heartbeat answer in one line: error (and message), epoch, statuses, active tasks.
+    Without `epoch`, the epoch is left out: a new group's first member is at epoch 1 while the
+    initial rebalance delay holds its assignment back, else at 2."""
     if r.error_code:
         return f"{_name(r.error_code)} ({norm(r.error_message)})"
     active = "-" if r.active_tasks is None else tasks(r.active_tasks)
-    return f"epoch {r.member_epoch} status {statuses(r, initial_delay)} active {active}"
+    return (f"epoch {r.member_epoch} " if epoch else "") + f"status {statuses(r, initial_delay)} active {active}"
 
 
 def _supported(b: Broker) -> Outcome | None:
@@ -213,10 +215,10 @@ async def missing_source_topic(b: Broker) -> Outcome:
         again = await m.hb()
         await ready_topic(b, 2, source)
         ready = await m.until_tasks(2)
-        seen = {"join": answer(first), "next": answer(again),
+        seen = {"join": answer(first, epoch=False), "next": answer(again, epoch=False),
                 "once created": f"epoch {m.epoch} status {statuses(ready)} active {m.active}"}
-        want = {"join": "epoch 2 status [MISSING_SOURCE_TOPICS: Source topics <source> are missing.] active {}",
-                "next": "epoch 2 status [MISSING_SOURCE_TOPICS: Source topics <source> are missing.] active -",
+        want = {"join": "status [MISSING_SOURCE_TOPICS: Source topics <source> are missing.] active {}",
+                "next": "status [MISSING_SOURCE_TOPICS: Source topics <source> are missing.] active -",
                 "once created": "epoch 3 status [] active {'0': [0, 1]}"}
         return _outcome(seen, want)
     finally:
@@ -237,8 +239,8 @@ async def internal_topic_created(b: Broker) -> Outcome:
         first = await m.join()
         created = await _topic_partitions(b, changelog)
         await m.until_tasks(3)
-        seen = {"join": answer(first), "changelog": created, "then": f"epoch {m.epoch} active {m.active}"}
-        want = {"join": "epoch 2 status [MISSING_INTERNAL_TOPICS: Internal topics are missing: "
+        seen = {"join": answer(first, epoch=False), "changelog": created, "then": f"epoch {m.epoch} active {m.active}"}
+        want = {"join": "status [MISSING_INTERNAL_TOPICS: Internal topics are missing: "
                         "<app>-store-changelog] active {}",
                 "changelog": "3 partitions", "then": "epoch 3 active {'0': [0, 1, 2]}"}
         return _outcome(seen, want)
@@ -293,6 +295,12 @@ async def revoke_before_assign(b: Broker) -> Outcome:
         await _close(a, c)
 
 
+# A task the member was never given: with it, an epoch behind is fenced even if it is the member's
+# previous one (Kafka takes the previous epoch with a subset of the tasks as a lost answer; which
+# epoch was the previous depends on the initial rebalance delay).
+NOT_ITS_OWN = [{"subtopology_id": "9", "partitions": [0]}]
+
+
 async def fenced_and_unknown(b: Broker) -> Outcome:
     """Epochs ahead of or behind the member's are fenced; a stranger is unknown; a group that
     does not exist is unknown; a heartbeat with a topology when not joining is invalid."""
@@ -305,7 +313,7 @@ async def fenced_and_unknown(b: Broker) -> Outcome:
         await m.join()
         await m.until_tasks(1)
         e = m.epoch
-        seen = {"ahead": answer(await m.hb(e + 3)), "behind": answer(await m.hb(e - 1)),
+        seen = {"ahead": answer(await m.hb(e + 3)), "behind": answer(await m.hb(e - 1, active_tasks=NOT_ITS_OWN)),
                 "stranger": answer(await m.hb(member_id=_gid("stranger"))),
                 "unknown group": answer(await m.call(m.body(e, group_id=_gid("nogroup")))),
                 "topology when not joining": answer(await m.hb(topology=topo)),
@@ -354,7 +362,7 @@ async def invalid_joins(b: Broker) -> Outcome:
     for name, (fields, topo) in cases.items():
         m = await SgMember(b, _gid("sginvalid"), topo).open()
         try:
-            seen[name] = answer(await m.join(**fields))
+            seen[name] = answer(await m.join(**fields), epoch=False)
         finally:
             await m.close()
     want = {
@@ -374,7 +382,7 @@ async def invalid_joins(b: Broker) -> Outcome:
                                          "__transaction_state in a Kafka Streams topology is prohibited.)",
         "invalid topic name": "STREAMS_INVALID_TOPOLOGY (Topic names bad topic! are not valid topic names.)",
         # A topology without subtopologies is accepted: the member joins with nothing to do.
-        "no subtopologies": "epoch 2 status [] active {}",
+        "no subtopologies": "status [] active {}",
     }
     return _outcome(seen, want)
 
@@ -689,7 +697,7 @@ async def initial_delay(b: Broker) -> Outcome:
         await m.until_tasks(1)
         seen = {"delay": "0" if delay == "0" else "above 0" if delay else "not described",
                 "join": answer(first, initial_delay=True), "then": f"epoch {m.epoch} active {m.active}"}
-        delayed = ("epoch 2 status [ASSIGNMENT_DELAYED: Assignment delayed due to the configured initial "
+        delayed = ("epoch 1 status [ASSIGNMENT_DELAYED: Assignment delayed due to the configured initial "
                    "rebalance delay.] active {}")
         want = {"delay": seen["delay"], "join": delayed if delay != "0" else "epoch 2 status [] active {'0': [0]}",
                 "then": "epoch 2 active {'0': [0]}"}

@@ -129,7 +129,9 @@ class StreamsGroup:
     configured: ConfiguredTopology | None = None      # worked out again after a load, never recorded
     members: dict[str, StreamsMember] = field(default_factory=dict)
     target: dict[str, TaskSets] = field(default_factory=dict)
-    assignment_epoch: int = 0
+    # Kafka's initial target assignment metadata is at epoch 1 too: a member whose first assignment
+    # the initial rebalance delay holds back is at epoch 1 meanwhile.
+    assignment_epoch: int = 1
     assignment_timestamp_ms: int = 0
     metadata_refresh_deadline_ms: int = 0
     metadata_refresh_epoch: int = -1
