@@ -202,6 +202,16 @@ async def _topic_partitions(b: Broker, topic: str) -> str:
         return _name(t.error_code)
 
 
+async def _two_members(b: Broker, prefix: str, partitions: int, endpoints=(None, None)):
+    """A new group reading a new topic of `partitions`, and two members of it, opened, not joined."""
+    source = await ready_topic(b, partitions)
+    group = _gid(prefix)
+    topo = topology(subtopology("0", [source]))
+    a = await SgMember(b, group, topo, endpoint=endpoints[0]).open()
+    c = await SgMember(b, group, topo, endpoint=endpoints[1]).open()
+    return group, a, c
+
+
 # ----------------------------------------------------------------- scenarios
 async def missing_source_topic(b: Broker) -> Outcome:
     """A topology reading a topic that does not exist: the member joins with no tasks and a
@@ -253,11 +263,7 @@ async def revoke_before_assign(b: Broker) -> Outcome:
     A still reports them, B does not get them; once A stops reporting them, B does."""
     if skipped := _supported(b):
         return skipped
-    source = await ready_topic(b, 4)
-    group = _gid("sgrevoke")
-    topo = topology(subtopology("0", [source]))
-    a = await SgMember(b, group, topo).open()
-    c = await SgMember(b, group, topo).open()
+    _, a, c = await _two_members(b, "sgrevoke", 4)
     try:
         await a.join()
         await a.until_tasks(4)
@@ -443,11 +449,7 @@ async def leave_list_describe_delete(b: Broker) -> Outcome:
     it, then when it is empty."""
     if skipped := _supported(b):
         return skipped
-    source = await ready_topic(b, 1)
-    group = _gid("sgleave")
-    topo = topology(subtopology("0", [source]))
-    a = await SgMember(b, group, topo).open()
-    c = await SgMember(b, group, topo).open()
+    group, a, c = await _two_members(b, "sgleave", 1)
     try:
         await a.join()
         await a.until_tasks(1)
@@ -622,11 +624,7 @@ async def user_endpoints(b: Broker) -> Outcome:
     information epoch, as each member hears them."""
     if skipped := _supported(b):
         return skipped
-    source = await ready_topic(b, 2)
-    group = _gid("sgendpoints")
-    topo = topology(subtopology("0", [source]))
-    a = await SgMember(b, group, topo, endpoint=("host-a", 9001)).open()
-    c = await SgMember(b, group, topo, endpoint=("host-b", 9002)).open()
+    _, a, c = await _two_members(b, "sgendpoints", 2, (("host-a", 9001), ("host-b", 9002)))
 
     def endpoints(r) -> str:
         if r.partitions_by_user_endpoint is None:
