@@ -201,27 +201,42 @@ def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
         return admin.committed_offsets(group)
 
 
-def subscription(bootstrap: str, name: str, timeout: float = 10.0) -> dict[str, str]:
-    """A client-metrics subscription's own configs (KIP-714), from DescribeConfigs: {} when it
-    has none, that is, when it does not exist."""
+def own_configs(bootstrap: str, resource_type: int, name: str, timeout: float = 10.0) -> dict[str, str]:
+    """A config resource's own configs, from DescribeConfigs: those whose source is the resource
+    itself (a client-metrics subscription's CLIENT_METRICS_CONFIG, a group's GROUP_CONFIG); {}
+    when it has none."""
     from kcoord.protocol_client import Connection
 
     with Connection.to(bootstrap, timeout) as conn:
-        answer = conn.call(32, 4, {"resources": [{"resource_type": 16, "resource_name": name,
+        answer = conn.call(32, 4, {"resources": [{"resource_type": resource_type, "resource_name": name,
                                                   "configuration_keys": None}],
                                    "include_synonyms": False, "include_documentation": False})
     [result] = answer.results
-    return {c.name: c.value for c in result.configs if c.config_source == 7}  # CLIENT_METRICS_CONFIG
+    own_source = _OWN_SOURCE[resource_type]
+    return {c.name: c.value for c in result.configs if c.config_source == own_source}
+
+
+_OWN_SOURCE = {16: 7, 32: 8}   # CLIENT_METRICS -> CLIENT_METRICS_CONFIG, GROUP -> GROUP_CONFIG
+
+
+def wait_own_configs(bootstrap: str, resource_type: int, name: str, configs: dict[str, str],
+                     timeout: float = 10.0) -> None:
+    """Until the resource's own configs are `configs`. Kafka's controller answers a change once
+    it is committed, and its broker applies it a moment later."""
+    deadline = time.monotonic() + timeout
+    while (seen := own_configs(bootstrap, resource_type, name)) != configs:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"config resource {resource_type}/{name!r} on {bootstrap}: {seen}, not {configs}")
+        time.sleep(0.05)
+
+
+def subscription(bootstrap: str, name: str, timeout: float = 10.0) -> dict[str, str]:
+    """A client-metrics subscription's own configs (KIP-714): {} when it does not exist."""
+    return own_configs(bootstrap, 16, name, timeout)
 
 
 def wait_subscription(bootstrap: str, name: str, configs: dict[str, str], timeout: float = 10.0) -> None:
-    """Until the subscription's own configs are `configs`. Kafka's controller answers a change
-    once it is committed, and its broker applies it a moment later."""
-    deadline = time.monotonic() + timeout
-    while (seen := subscription(bootstrap, name)) != configs:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"client-metrics subscription {name!r} on {bootstrap}: {seen}, not {configs}")
-        time.sleep(0.05)
+    wait_own_configs(bootstrap, 16, name, configs, timeout)
 
 
 class KafkaHandle:

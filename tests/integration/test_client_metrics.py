@@ -175,7 +175,7 @@ def test_list_config_resources(both):
     assert listed[1, (TOPIC,)] == [(TOPIC, topic)]
     assert listed[1, (BROKER, CLIENT_METRICS)] == [(BROKER, "1"), (CLIENT_METRICS, sub)]
     assert listed[1, ()] == [(TOPIC, topic), (BROKER, "1"), (CLIENT_METRICS, sub)]
-    assert _list(both[0], 1, [GROUP]) == ("NONE", [])  # no group has configs of its own on kcoord
+    assert _list(both[0], 1, [GROUP]) == ("NONE", [])  # no group of this server has configs of its own
     for types in ([1], [TOPIC, 64]):
         assert [_list(b, 1, types) for b in both] == [("UNSUPPORTED_VERSION", [])] * 2
 
