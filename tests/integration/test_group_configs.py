@@ -261,3 +261,24 @@ def test_group_configs_survive_a_restart(tmp_path):
         assert server.app.coordinator.runtime.group_configs.effective("kept") == {"streams.num.standby.replicas": 1}
     finally:
         server.stop()
+
+
+def test_group_configs_need_describe_configs_and_alter_configs_on_the_group(tmp_path):
+    """As Kafka's ConfigHelper and ControllerApis authorize them: on the GROUP resource named, not
+    the cluster; Describe or Read on the group is not enough."""
+    acls = tmp_path / "acls.txt"
+    acls.write_text("User:ANONYMOUS All cfg-ok\nUser:ANONYMOUS Describe cfg-described\nUser:ANONYMOUS Read cfg-read\n")
+    server = start_server(group_acls_file=str(acls))
+    try:
+        assert _alter(server.bootstrap, "cfg-ok", [("streams.num.standby.replicas", SET, "1")]) == ("NONE", None)
+        assert _describe(server.bootstrap, "cfg-ok", ["streams.num.standby.replicas"])[:2] == ["NONE", ""]
+        denied = ("GROUP_AUTHORIZATION_FAILED", "Group authorization failed.")
+        for group in ("cfg-described", "cfg-read", "cfg-other"):
+            assert _alter(server.bootstrap, group, [("streams.num.standby.replicas", SET, "1")]) == denied
+            assert _replace(server.bootstrap, group, [("streams.num.standby.replicas", "1")]) == denied
+            assert _describe(server.bootstrap, group) == [*denied, []]
+        # The broker's own checks come first, as Kafka's broker makes them before it forwards.
+        assert _alter(server.bootstrap, "cfg-other", [("streams.num.standby.replicas", SET, None)]) == (
+            "INVALID_REQUEST", "Null value not supported for : streams.num.standby.replicas")
+    finally:
+        server.stop()
