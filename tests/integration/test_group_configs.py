@@ -12,14 +12,14 @@ import uuid
 import pytest
 
 from kcoord.protocol_client import Connection
-from kcoord.testing.brokers import own_configs, wait_own_configs
+from kcoord.testing.brokers import (alter_resource_configs, describe_resource, own_configs, replace_resource_configs,
+                                    wait_own_configs)
 from kcoord.testing.kafka_tools import ToolSession, normalise
 from kcoord.testing.plugin import start_server
-from wire.errors import ErrorCode
 
 pytestmark = pytest.mark.kcoord(node_id=1)   # the reference Kafka's node.id
 
-INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS, DESCRIBE_CONFIGS, LIST_CONFIG_RESOURCES = 44, 33, 32, 74
+LIST_CONFIG_RESOURCES = 74
 GROUP = 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -99,21 +99,12 @@ def test_kafka_configs_refuses_bad_group_configs_with_kafkas_message(tools, both
     assert message in err
 
 
-def _alter(bootstrap: str, group: str, ops, validate_only: bool = False) -> tuple[str, str | None]:
-    with Connection.to(bootstrap) as conn:
-        answer = conn.call(INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": validate_only, "resources": [
-            {"resource_type": GROUP, "resource_name": group,
-             "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops]}]})
-    [r] = answer.responses
-    return ErrorCode(r.error_code).name, r.error_message
+def _alter(bootstrap: str, name: str, ops, validate_only: bool = False) -> tuple[str, str | None]:
+    return alter_resource_configs(bootstrap, GROUP, name, ops, validate_only)
 
 
-def _replace(bootstrap: str, group: str, pairs) -> tuple[str, str | None]:
-    with Connection.to(bootstrap) as conn:
-        answer = conn.call(ALTER_CONFIGS, 2, {"validate_only": False, "resources": [
-            {"resource_type": GROUP, "resource_name": group, "configs": [{"name": k, "value": v} for k, v in pairs]}]})
-    [r] = answer.responses
-    return ErrorCode(r.error_code).name, r.error_message
+def _replace(bootstrap: str, name: str, pairs) -> tuple[str, str | None]:
+    return replace_resource_configs(bootstrap, GROUP, name, pairs)
 
 
 def _invalid(name: str, value: str, reason: str) -> tuple[str, str]:
@@ -196,14 +187,7 @@ def test_alter_configs_replaces_a_groups_configs(both):
 
 
 def _describe(bootstrap: str, group: str, keys=None) -> list:
-    with Connection.to(bootstrap) as conn:
-        answer = conn.call(DESCRIBE_CONFIGS, 4, {"resources": [
-            {"resource_type": GROUP, "resource_name": group, "configuration_keys": keys}],
-            "include_synonyms": True, "include_documentation": False})
-    [r] = answer.results
-    return [ErrorCode(r.error_code).name, r.error_message, [
-        (c.name, c.value, c.read_only, c.config_source, c.is_sensitive, c.config_type,
-         [(s.name, s.value, s.source) for s in c.synonyms]) for c in r.configs]]
+    return describe_resource(bootstrap, GROUP, group, keys)
 
 
 def test_describe_configs_lists_every_config_with_kafkas_sources_and_synonyms(both):
