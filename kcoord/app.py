@@ -18,6 +18,7 @@ from kcoord.coordinator import build_coordinator
 from kcoord.coordinator.events import EventKind
 from kcoord.dynamic_broker_config import DynamicBrokerConfigs
 from kcoord.features import FeatureLevels
+from kcoord.group_configs import GroupConfigs
 from kcoord.journal import Journal, JournalTopic, journal_path
 from kcoord.log.consumer_offsets import TOPIC as OFFSETS_TOPIC
 from kcoord.log.consumer_offsets import TOPIC_CONFIGS as OFFSETS_TOPIC_CONFIGS
@@ -56,6 +57,11 @@ class Kcoord:
         dynamic_configs.load()
         self.coordinator = build_coordinator(config, self.topics, clock)
         runtime = self.coordinator.runtime
+        # Per-group configs (GROUP resources), kept in the data dir as the dynamic broker configs
+        # are: the coordinators read a group's from them.
+        self.group_configs = GroupConfigs(config, config.data_dir)
+        self.group_configs.load()
+        runtime.group_configs = self.group_configs
         # The coordinators' records go to __consumer_offsets (and, with a data dir, to disk in
         # the same write: see start()), which is also where a coordinator loads its groups from.
         self.offsets_topic = OffsetsTopic(self.topics, config.offsets_topic_partitions, runtime.now)
@@ -89,6 +95,7 @@ class Kcoord:
             broker.dynamic_configs = dynamic_configs
             broker.offsets_topic = self.offsets_topic
             broker.client_metrics = self.brokers[0].client_metrics   # the cluster's, as Kafka keeps them
+            broker.group_configs = self.group_configs
         self.broker = self.brokers[0]
         # The latest coordinator events, for tests and (later) the admin endpoint. Not the
         # commits: one per OffsetCommit would push the groups' history out of the window, and

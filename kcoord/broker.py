@@ -10,6 +10,7 @@ from __future__ import annotations
 from kcoord.client_metrics import ClientMetricsStore
 from kcoord.config import ServerConfig
 from kcoord.features import FeatureLevels
+from kcoord.group_configs import GroupConfigs
 from kcoord.log.topics import TopicStore
 
 
@@ -30,6 +31,8 @@ class Broker:
         # kcoord.dynamic_broker_config.DynamicBrokerConfigs, set by the app.
         self.dynamic_configs = None
         self.client_metrics = ClientMetricsStore()
+        # Per-group configs (GROUP resources): the cluster's, as the app sets them.
+        self.group_configs = GroupConfigs(config)
         # kcoord.features.FeatureLevels, the cluster's; kcoord.transaction.runtime.BrokerTransactions.
         self.features = FeatureLevels()
         self.transactions = None

@@ -657,19 +657,9 @@ def describe(cfg, keys=None, include_synonyms: bool = False, include_documentati
                             "synonyms": synonyms if include_synonyms else [], "config_type": CONFIG_TYPE_CODES["string"],
                             "documentation": None})
             continue
-        dynamic_synonyms = dynamic.synonyms(name) if dynamic is not None else []
-        if dynamic is not None and name in dynamic.static:
-            value = entry.to_string(dynamic.static[name])
-        else:
-            value = entry.to_string(entry.value(cfg))
-        # A value set on ServerConfig in code (the pytest plugin) has no file behind it, yet is not the default.
-        static = name in cfg.static_broker_configs or value != entry.default
-        synonyms = dynamic_synonyms + ([{"name": name, "value": value, "source": STATIC_BROKER_CONFIG}] if static else [])
-        if entry.default is not None:
-            synonyms.append({"name": name, "value": entry.default, "source": DEFAULT_CONFIG})
+        synonyms = synonyms_of(cfg, entry, dynamic)
         source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
-        if synonyms:
-            value = synonyms[0]["value"]
+        value = synonyms[0]["value"] if synonyms else entry.to_string(entry.value(cfg))
         entries.append({
             "name": name, "value": value, "read_only": not entry.dynamic, "config_source": source,
             "is_default": source == DEFAULT_CONFIG, "is_sensitive": False,
@@ -678,6 +668,23 @@ def describe(cfg, keys=None, include_synonyms: bool = False, include_documentati
             "documentation": entry.doc if include_documentation else None,
         })
     return entries
+
+
+def synonyms_of(cfg, entry: BrokerConfig, dynamic=None) -> list[dict]:
+    """Kafka's synonyms of broker config `entry`, first the one in force: its dynamic value, its
+    dynamic default, its static value, its default (those it has)."""
+    name = entry.name
+    dynamic_synonyms = dynamic.synonyms(name) if dynamic is not None else []
+    if dynamic is not None and name in dynamic.static:
+        value = entry.to_string(dynamic.static[name])
+    else:
+        value = entry.to_string(entry.value(cfg))
+    # A value set on ServerConfig in code (the pytest plugin) has no file behind it, yet is not the default.
+    static = name in cfg.static_broker_configs or value != entry.default
+    synonyms = dynamic_synonyms + ([{"name": name, "value": value, "source": STATIC_BROKER_CONFIG}] if static else [])
+    if entry.default is not None:
+        synonyms.append({"name": name, "value": entry.default, "source": DEFAULT_CONFIG})
+    return synonyms
 
 
 def describe_default(dynamic, keys=None, include_synonyms: bool = False, include_documentation: bool = False) -> list[dict]:

@@ -13,8 +13,9 @@ kcoord keeps the subscriptions and reports them; it serves no telemetry
 from __future__ import annotations
 
 import re
-from typing import Iterable
 
+from kcoord.config_changes import JAVA_WHITESPACE as _JAVA_WHITESPACE
+from kcoord.config_changes import ConfigChangeError, applied, java_int
 from kcoord.coordinator.javaorder import hashmap_order, string_hash
 
 RESOURCE_TYPE = 16   # Kafka's ConfigResource.Type.CLIENT_METRICS
@@ -22,8 +23,6 @@ RESOURCE_TYPE = 16   # Kafka's ConfigResource.Type.CLIENT_METRICS
 # for a default (DEFAULT_CONFIG).
 SET_HERE, DEFAULT = 7, 5
 _LIST, _INT = 7, 3   # ConfigType codes
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-_OPERATIONS = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 
 # name -> (type, default as DescribeConfigs shows it, documentation), in the order Kafka's
 # DescribeConfigs lists them (its HashMap's).
@@ -37,20 +36,8 @@ _PARSE_ORDER = ("metrics", "interval.ms", "match")
 MIN_INTERVAL_MS, MAX_INTERVAL_MS = 100, 3_600_000
 MATCH_PARAMS = frozenset({"client_instance_id", "client_id", "client_software_name", "client_software_version",
                           "client_source_address", "client_source_port"})
-# Kafka's controller refuses to store a longer config value (Short.MAX_VALUE).
-MAX_VALUE_CHARS = 32767
 
-_JAVA_WHITESPACE = "".join(chr(c) for c in range(33))   # what Java's String.trim() removes
 _LIST_SEPARATOR = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")   # ConfigDef's "\\s*,\\s*"
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-
-
-class ClientMetricsError(Exception):
-    """A change Kafka refuses: `code_name` is the ErrorCode member, the text Kafka's message."""
-
-    def __init__(self, code_name: str, message: str):
-        super().__init__(message)
-        self.code_name = code_name
 
 
 def _java_split(text: str, separator: str) -> list[str]:
@@ -68,20 +55,21 @@ def _parse(name: str, text: str):
     kind = CONFIGS[name][0]
     trimmed = text.strip(_JAVA_WHITESPACE)
     if kind == _INT:
-        if not _JAVA_INT.fullmatch(trimmed) or not -2**31 <= int(trimmed) < 2**31:
-            raise ClientMetricsError("INVALID_CONFIG",
-                                     f"Invalid value {text} for configuration {name}: Not a number of type INT")
-        return int(trimmed)
+        value = java_int(trimmed)
+        if value is None:
+            raise ConfigChangeError("INVALID_CONFIG",
+                                    f"Invalid value {text} for configuration {name}: Not a number of type INT")
+        return value
     # ConfigDef drops repeated items (with a warning in its log) before its validator looks.
     items = list(dict.fromkeys(_LIST_SEPARATOR.split(trimmed))) if trimmed else []
     if "" in items:
-        raise ClientMetricsError("INVALID_CONFIG", f"Configuration '{name}' values must not be empty.")
+        raise ConfigChangeError("INVALID_CONFIG", f"Configuration '{name}' values must not be empty.")
     return items
 
 
 def _check_match(pattern: str) -> None:
     parts = _java_split(pattern, "=")
-    illegal = ClientMetricsError("INVALID_CONFIG", f"Illegal client matching pattern: {pattern}")
+    illegal = ConfigChangeError("INVALID_CONFIG", f"Illegal client matching pattern: {pattern}")
     if len(parts) != 2 or parts[0].strip(_JAVA_WHITESPACE) not in MATCH_PARAMS:
         raise illegal
     try:
@@ -94,36 +82,17 @@ def _check_match(pattern: str) -> None:
 def validate(name: str, configs: dict[str, str]) -> None:
     """Kafka's ClientMetricsConfigs.validate over a subscription's configs after a change."""
     if not name:
-        raise ClientMetricsError("INVALID_REQUEST", "Subscription name can't be empty")
+        raise ConfigChangeError("INVALID_REQUEST", "Subscription name can't be empty")
     unknown = [k for k in hashmap_order(list(configs), string_hash) if k not in CONFIGS]
     if unknown:
-        raise ClientMetricsError("INVALID_REQUEST", f"Unknown client metrics configuration: {unknown[0]}")
+        raise ConfigChangeError("INVALID_REQUEST", f"Unknown client metrics configuration: {unknown[0]}")
     parsed = {key: _parse(key, configs[key]) for key in _PARSE_ORDER if key in configs}
     interval = parsed.get("interval.ms")
     if interval is not None and not MIN_INTERVAL_MS <= interval <= MAX_INTERVAL_MS:
-        raise ClientMetricsError("INVALID_REQUEST", f"Invalid value {interval} for interval.ms, interval must be "
+        raise ConfigChangeError("INVALID_REQUEST", f"Invalid value {interval} for interval.ms, interval must be "
                                                     f"between {MIN_INTERVAL_MS} and {MAX_INTERVAL_MS} (1 hour)")
     for pattern in parsed.get("match", ()):
         _check_match(pattern)
-
-
-def check_request(ops: Iterable[tuple[str, int, str | None]]) -> None:
-    """What Kafka's broker refuses before it forwards a change to its controller, whatever the
-    resource, and so before authorization: a config named twice, a value missing."""
-    ops = list(ops)
-    names = [n for n, _, _ in ops]
-    if len(set(names)) != len(names):
-        raise ClientMetricsError("INVALID_REQUEST", "Error due to duplicate config keys")
-    missing = [n for n, op, value in ops if op != DELETE and value is None]
-    if missing:
-        raise ClientMetricsError("INVALID_REQUEST", f"Null value not supported for : {', '.join(missing)}")
-
-
-def replacing(current: dict[str, str], pairs: Iterable[tuple[str, str | None]]) -> list[tuple[str, int, str | None]]:
-    """AlterConfigs' change as operations: the configs given are set, the others deleted."""
-    pairs = list(pairs)
-    given = {n for n, _ in pairs}
-    return [(n, SET, v) for n, v in pairs] + [(n, DELETE, None) for n in current if n not in given]
 
 
 class ClientMetricsStore:
@@ -142,25 +111,9 @@ class ClientMetricsStore:
         return dict(self.subscriptions.get(name, {}))
 
     def altered(self, name: str, ops: list[tuple[str, int, str | None]]) -> dict[str, str]:
-        """Subscription `name`'s configs after SET and DELETE `ops` (check_request passed),
-        validated as Kafka's controller validates them; nothing changes until `replace`."""
-        configs = self.configs(name)
-        for key, op, value in ops:
-            if op in (APPEND, SUBTRACT):
-                # Kafka's controller has no config schema for client metrics (only for brokers and
-                # topics), so no client-metrics config counts as a list there, `metrics` and `match`
-                # included.
-                raise ClientMetricsError("INVALID_CONFIG",
-                                         f"Can't {_OPERATIONS[op]} to key {key} because its type is not LIST.")
-            if op == DELETE:
-                configs.pop(key, None)
-            elif op != SET:
-                raise ClientMetricsError("INVALID_REQUEST", f"Unknown operation {op} for {key}")
-            elif len(value) > MAX_VALUE_CHARS:
-                raise ClientMetricsError("INVALID_CONFIG", "The configuration value cannot be added because it "
-                                                           f"exceeds the maximum value size of {MAX_VALUE_CHARS} bytes.")
-            else:
-                configs[key] = value
+        """Subscription `name`'s configs after SET and DELETE `ops` (kcoord.config_changes.check_request
+        passed), validated as Kafka's controller validates them; nothing changes until `replace`."""
+        configs = applied(self.configs(name), ops)
         validate(name, configs)
         return configs
 
@@ -182,7 +135,7 @@ class ClientMetricsStore:
         """DescribeConfigs' entries for subscription `name`, every config with its default where
         it has no value of its own (an unknown name has only defaults), as Kafka lists them."""
         if not name:
-            raise ClientMetricsError("INVALID_REQUEST", "Client metrics subscription name must not be empty")
+            raise ConfigChangeError("INVALID_REQUEST", "Client metrics subscription name must not be empty")
         own = self.subscriptions.get(name, {})
         entries = []
         for key, (kind, default, doc) in CONFIGS.items():

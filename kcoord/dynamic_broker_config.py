@@ -36,6 +36,17 @@ NOT_AT_RUN_TIME = frozenset({"listeners", "sasl.enabled.mechanisms"})
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
+def write_durably(path: Path, data: dict) -> None:
+    """`data` as the JSON file `path`, whole or not at all, on disk before this returns."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
 class BrokerConfigChangeError(Exception):
     def __init__(self, code_name: str, message: str):
         super().__init__(message)
@@ -65,13 +76,7 @@ class DynamicBrokerConfigs:
     def _save(self) -> None:
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"node": self.node, "default": self.default}, f, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        write_durably(self.path, {"node": self.node, "default": self.default})
 
     # --- changes ---
     def layer(self, resource_name: str) -> dict[str, str]:

@@ -1,9 +1,9 @@
-"""DescribeConfigs: topic configs, this broker's, and client-metrics subscriptions'."""
-from kcoord import broker_config, client_metrics
+"""DescribeConfigs: topic configs, this broker's, client-metrics subscriptions' and groups'."""
+from kcoord import broker_config, client_metrics, group_configs
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
-from kcoord.client_metrics import ClientMetricsError
+from kcoord.config_changes import ConfigChangeError
 from kcoord.log.configs import TOPIC_DEFAULTS, config_type
-from kcoord.security.acls import cluster_allowed, topic_gate
+from kcoord.security.acls import allowed_on_group, cluster_allowed, topic_gate
 from wire.errors import ErrorCode
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
@@ -31,6 +31,9 @@ async def describe_configs(ctx, req):
               and not cluster_allowed(ctx, "DescribeConfigs")):
             r["error_code"], r["error_message"] = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                                    "Cluster authorization failed.")
+        elif (res.resource_type == group_configs.RESOURCE_TYPE
+              and not allowed_on_group(ctx, res.resource_name, "DescribeConfigs")):
+            r["error_code"], r["error_message"] = ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."
         elif res.resource_type == TOPIC_RESOURCE:
             topic = ctx.broker.topics.get(res.resource_name)
             if topic is None:
@@ -59,7 +62,14 @@ async def describe_configs(ctx, req):
                 r["configs"] = ctx.broker.client_metrics.describe(
                     res.resource_name, res.configuration_keys, include_synonyms=req.get("include_synonyms", False),
                     include_documentation=req.get("include_documentation", False))
-            except ClientMetricsError as err:
+            except ConfigChangeError as err:
+                r["error_code"], r["error_message"] = ErrorCode[err.code_name], str(err)
+        elif res.resource_type == group_configs.RESOURCE_TYPE:
+            try:
+                r["configs"] = ctx.broker.group_configs.describe(
+                    res.resource_name, res.configuration_keys, include_synonyms=req.get("include_synonyms", False),
+                    include_documentation=req.get("include_documentation", False), dynamic=ctx.broker.dynamic_configs)
+            except ConfigChangeError as err:
                 r["error_code"], r["error_message"] = ErrorCode[err.code_name], str(err)
         else:
             r["error_code"] = ErrorCode.INVALID_REQUEST
@@ -70,6 +80,6 @@ async def describe_configs(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.DESCRIBE_CONFIGS, 1, 4, describe_configs,
-    "topics (their own and default configs), this broker and client-metrics subscriptions (KIP-714); other "
-    "resources get INVALID_REQUEST",
+    "topics (their own and default configs), this broker, client-metrics subscriptions (KIP-714) and groups "
+    "(their own configs and the broker's defaults); other resources get INVALID_REQUEST",
     version_notes={3: "documentation on request"}, topic_acl=TopicAcl(TopicOperation.DESCRIBE_CONFIGS))

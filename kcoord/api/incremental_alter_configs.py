@@ -1,5 +1,5 @@
 """IncrementalAlterConfigs: SET, DELETE, APPEND and SUBTRACT on a topic's configs, a broker's dynamic
-ones or a client-metrics subscription's."""
+ones, a client-metrics subscription's or a group's."""
 from kcoord.api import ApiDescriptor, ApiKey, TopicAcl, TopicOperation
 from kcoord.api._topic_config_changes import change_configs
 from kcoord.log.configs import altered
@@ -17,6 +17,6 @@ async def incremental_alter_configs(ctx, req):
 
 DESCRIPTOR = ApiDescriptor(
     ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs,
-    "topic configs, a broker's dynamic configs (its node id, or \"\" for the cluster default) and client-metrics "
-    "subscriptions (KIP-714), checked as Kafka checks them",
+    "topic configs, a broker's dynamic configs (its node id, or \"\" for the cluster default), client-metrics "
+    "subscriptions (KIP-714) and per-group configs (GROUP, 32), checked as Kafka checks them",
     version_notes={1: "flexible versions"}, topic_acl=TopicAcl(TopicOperation.ALTER_CONFIGS))

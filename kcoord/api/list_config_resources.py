@@ -14,7 +14,9 @@ SUPPORTED = {0: {client_metrics.RESOURCE_TYPE},
 
 def _resources(broker, resource_type: int) -> list[str]:
     # Kafka lists a broker's loggers (BROKER_LOGGER) for each broker; kcoord has none to
-    # configure, and no group has configs of its own (docs/deviations.md).
+    # configure (docs/deviations.md).
+    if resource_type == GROUP:
+        return broker.group_configs.names()
     if resource_type == client_metrics.RESOURCE_TYPE:
         return broker.client_metrics.names()
     if resource_type == BROKER:
@@ -41,5 +43,5 @@ async def list_config_resources(ctx, req):
 DESCRIPTOR = ApiDescriptor(
     ApiKey.LIST_CONFIG_RESOURCES, 0, 1, list_config_resources,
     "client-metrics subscriptions (`kafka-client-metrics --list`); needs DescribeConfigs on the cluster with ACLs on",
-    version_notes={1: "of the types asked for (all when none): topics, this broker, client-metrics subscriptions; "
-                      "no broker loggers, no group configs; another type gets UNSUPPORTED_VERSION"})
+    version_notes={1: "of the types asked for (all when none): topics, this broker, client-metrics subscriptions, "
+                      "groups with configs of their own; no broker loggers; another type gets UNSUPPORTED_VERSION"})

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 
 import logging
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from kcoord.coordinator.clock import Timer
 from kcoord.coordinator.config import CoordinatorConfig
@@ -33,6 +33,7 @@ from kcoord.coordinator.offsets.transactional import PendingOffsets
 from wire.errors import ErrorCode
 
 log = logging.getLogger("kcoord.coordinator")
+_NONE: Mapping[str, Any] = {}
 
 
 class TopicCatalog(Protocol):
@@ -72,6 +73,9 @@ class CoordinatorContext:
         # COORDINATOR_LOAD_IN_PROGRESS, as a broker would answer during failover or loading.
         self.unavailable: dict[str | None, ErrorCode] = {}
         self.record_sink: RecordSink | None = None
+        # Per-group configs (kcoord.group_configs.GroupConfigs, or anything with its `effective`);
+        # None: no group has any.
+        self.group_configs = None
         # Called with the id of each group an operation wrote a record or emitted an event about,
         # once its records are written: lets waiters (wait_for) re-check.
         self.on_change: Callable[[str], None] | None = None
@@ -220,6 +224,12 @@ class CoordinatorContext:
             self.on_change(group.group_id)
 
     # -------------------------------------------------------------- groups
+    def group_config(self, group_id: str) -> Mapping[str, Any]:
+        """The configs group `group_id` has of its own (`streams.num.standby.replicas`, ...: Kafka's
+        GroupConfig names), their values within the broker's bounds; where it has none, the
+        broker's (`self.config`) apply."""
+        return self.group_configs.effective(group_id) if self.group_configs is not None else _NONE
+
     def availability(self, group_id: str) -> ErrorCode:
         """NONE, or the error every group request for `group_id` gets while it is unavailable."""
         return self.unavailable.get(group_id) or self.unavailable.get(None) or ErrorCode.NONE

@@ -68,6 +68,8 @@ class CoordinatorRuntime(ShardedRuntime):
         self.assignors = assignors
         self.log: PartitionLog | None = None          # set by the app, with the record sink
         self.record_sink: RecordSink | None = None
+        # kcoord.group_configs.GroupConfigs: each group's own configs, set by the app.
+        self.group_configs = None
         # The fault rules' coordinator switch and a failed write's: group id (None: every group)
         # -> the error every partition's coordinator answers; one dict, shared by them all.
         self.unavailable: dict[str | None, ErrorCode] = {}
@@ -167,6 +169,7 @@ class CoordinatorRuntime(ShardedRuntime):
                                        unavailable=self.unavailable if unavailable is None else unavailable,
                                        retention=index is not None)
         coordinator.record_sink = self.record_sink
+        coordinator.ctx.group_configs = self.group_configs
         coordinator.on_change = self._changed
         return coordinator
 

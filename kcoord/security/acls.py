@@ -453,3 +453,12 @@ def cluster_allowed(ctx, operation: str) -> bool:
         return True
     return authorizer.allowed_on("Cluster", "kafka-cluster", principal_of(ctx.connection), operation,
                                  ctx.connection.host)
+
+
+def allowed_on_group(ctx, group_id: str, operation: str) -> bool:
+    """Whether the request's principal may `operation` on group `group_id` (DescribeConfigs and
+    AlterConfigs of its configs): always without an authorizer."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return True
+    return authorizer.allowed_on("Group", group_id, principal_of(ctx.connection), operation, ctx.connection.host)

@@ -201,27 +201,89 @@ def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
         return admin.committed_offsets(group)
 
 
-def subscription(bootstrap: str, name: str, timeout: float = 10.0) -> dict[str, str]:
-    """A client-metrics subscription's own configs (KIP-714), from DescribeConfigs: {} when it
-    has none, that is, when it does not exist."""
+def alter_resource_configs(bootstrap: str, resource_type: int, name: str, ops,
+                           validate_only: bool = False) -> tuple[str, str | None]:
+    """IncrementalAlterConfigs v1 of one config resource, `ops` as (name, operation, value): the
+    answer's error name and message."""
+    from kcoord.protocol_client import Connection
+    from wire.errors import ErrorCode
+
+    with Connection.to(bootstrap) as conn:
+        answer = conn.call(44, 1, {"validate_only": validate_only, "resources": [
+            {"resource_type": resource_type, "resource_name": name,
+             "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops]}]})
+    [r] = answer.responses
+    return ErrorCode(r.error_code).name, r.error_message
+
+
+def replace_resource_configs(bootstrap: str, resource_type: int, name: str, pairs) -> tuple[str, str | None]:
+    """AlterConfigs v2 (the whole set replaced) of one config resource, `pairs` as (name, value):
+    the answer's error name and message."""
+    from kcoord.protocol_client import Connection
+    from wire.errors import ErrorCode
+
+    with Connection.to(bootstrap) as conn:
+        answer = conn.call(33, 2, {"validate_only": False, "resources": [
+            {"resource_type": resource_type, "resource_name": name,
+             "configs": [{"name": k, "value": v} for k, v in pairs]}]})
+    [r] = answer.responses
+    return ErrorCode(r.error_code).name, r.error_message
+
+
+def describe_resource(bootstrap: str, resource_type: int, name: str, keys=None, documentation: bool = False) -> list:
+    """DescribeConfigs v4 of one config resource, with synonyms: [error name, message, entries], each
+    entry (name, value, read_only, source, sensitive, type, [documentation,] [(synonym name, value,
+    source)...])."""
+    from kcoord.protocol_client import Connection
+    from wire.errors import ErrorCode
+
+    with Connection.to(bootstrap) as conn:
+        answer = conn.call(32, 4, {"resources": [
+            {"resource_type": resource_type, "resource_name": name, "configuration_keys": keys}],
+            "include_synonyms": True, "include_documentation": documentation})
+    [r] = answer.results
+    return [ErrorCode(r.error_code).name, r.error_message, [
+        (c.name, c.value, c.read_only, c.config_source, c.is_sensitive, c.config_type,
+         *((c.documentation,) if documentation else ()), [(s.name, s.value, s.source) for s in c.synonyms])
+        for c in r.configs]]
+
+
+def own_configs(bootstrap: str, resource_type: int, name: str, timeout: float = 10.0) -> dict[str, str]:
+    """A config resource's own configs, from DescribeConfigs: those whose source is the resource
+    itself (a client-metrics subscription's CLIENT_METRICS_CONFIG, a group's GROUP_CONFIG); {}
+    when it has none."""
     from kcoord.protocol_client import Connection
 
     with Connection.to(bootstrap, timeout) as conn:
-        answer = conn.call(32, 4, {"resources": [{"resource_type": 16, "resource_name": name,
+        answer = conn.call(32, 4, {"resources": [{"resource_type": resource_type, "resource_name": name,
                                                   "configuration_keys": None}],
                                    "include_synonyms": False, "include_documentation": False})
     [result] = answer.results
-    return {c.name: c.value for c in result.configs if c.config_source == 7}  # CLIENT_METRICS_CONFIG
+    own_source = _OWN_SOURCE[resource_type]
+    return {c.name: c.value for c in result.configs if c.config_source == own_source}
+
+
+_OWN_SOURCE = {16: 7, 32: 8}   # CLIENT_METRICS -> CLIENT_METRICS_CONFIG, GROUP -> GROUP_CONFIG
+
+
+def wait_own_configs(bootstrap: str, resource_type: int, name: str, configs: dict[str, str],
+                     timeout: float = 10.0) -> None:
+    """Until the resource's own configs are `configs`. Kafka's controller answers a change once
+    it is committed, and its broker applies it a moment later."""
+    deadline = time.monotonic() + timeout
+    while (seen := own_configs(bootstrap, resource_type, name)) != configs:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"config resource {resource_type}/{name!r} on {bootstrap}: {seen}, not {configs}")
+        time.sleep(0.05)
+
+
+def subscription(bootstrap: str, name: str, timeout: float = 10.0) -> dict[str, str]:
+    """A client-metrics subscription's own configs (KIP-714): {} when it does not exist."""
+    return own_configs(bootstrap, 16, name, timeout)
 
 
 def wait_subscription(bootstrap: str, name: str, configs: dict[str, str], timeout: float = 10.0) -> None:
-    """Until the subscription's own configs are `configs`. Kafka's controller answers a change
-    once it is committed, and its broker applies it a moment later."""
-    deadline = time.monotonic() + timeout
-    while (seen := subscription(bootstrap, name)) != configs:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"client-metrics subscription {name!r} on {bootstrap}: {seen}, not {configs}")
-        time.sleep(0.05)
+    wait_own_configs(bootstrap, 16, name, configs, timeout)
 
 
 class KafkaHandle:

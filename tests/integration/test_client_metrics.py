@@ -11,13 +11,14 @@ import uuid
 import pytest
 
 from kcoord.protocol_client import Connection
-from kcoord.testing.brokers import create_topic, subscription, wait_subscription
+from kcoord.testing.brokers import (alter_resource_configs, create_topic, describe_resource, replace_resource_configs,
+                                    subscription, wait_subscription)
 from kcoord.testing.plugin import start_server
 from wire.errors import ErrorCode
 
 pytestmark = pytest.mark.kcoord(node_id=1)  # the reference Kafka's node.id: broker resources compare as they are
 
-INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS, DESCRIBE_CONFIGS, LIST_CONFIG_RESOURCES = 44, 33, 32, 74
+LIST_CONFIG_RESOURCES = 74
 CLIENT_METRICS, TOPIC, BROKER, BROKER_LOGGER, GROUP = 16, 2, 4, 8, 32
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -32,21 +33,11 @@ def _name(stem: str) -> str:
 
 
 def _alter(bootstrap: str, name: str, ops, validate_only: bool = False) -> tuple[str, str | None]:
-    with Connection.to(bootstrap) as conn:
-        answer = conn.call(INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": validate_only, "resources": [
-            {"resource_type": CLIENT_METRICS, "resource_name": name,
-             "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops]}]})
-    [r] = answer.responses
-    return ErrorCode(r.error_code).name, r.error_message
+    return alter_resource_configs(bootstrap, CLIENT_METRICS, name, ops, validate_only)
 
 
 def _replace(bootstrap: str, name: str, pairs) -> tuple[str, str | None]:
-    with Connection.to(bootstrap) as conn:
-        answer = conn.call(ALTER_CONFIGS, 2, {"validate_only": False, "resources": [
-            {"resource_type": CLIENT_METRICS, "resource_name": name,
-             "configs": [{"name": k, "value": v} for k, v in pairs]}]})
-    [r] = answer.responses
-    return ErrorCode(r.error_code).name, r.error_message
+    return replace_resource_configs(bootstrap, CLIENT_METRICS, name, pairs)
 
 
 def _on_both(both, call, *args, **kwargs):
@@ -120,14 +111,7 @@ def test_alter_configs_replaces_a_subscription(both):
 
 
 def _describe(bootstrap: str, name: str, keys=None) -> list:
-    with Connection.to(bootstrap) as conn:
-        answer = conn.call(DESCRIBE_CONFIGS, 4, {"resources": [
-            {"resource_type": CLIENT_METRICS, "resource_name": name, "configuration_keys": keys}],
-            "include_synonyms": True, "include_documentation": True})
-    [r] = answer.results
-    return [ErrorCode(r.error_code).name, r.error_message, [
-        (c.name, c.value, c.read_only, c.config_source, c.is_sensitive, c.config_type, c.documentation,
-         [(s.name, s.value, s.source) for s in c.synonyms]) for c in r.configs]]
+    return describe_resource(bootstrap, CLIENT_METRICS, name, keys, documentation=True)
 
 
 def test_describe_configs_shows_defaults_sources_and_synonyms(both):
@@ -175,7 +159,7 @@ def test_list_config_resources(both):
     assert listed[1, (TOPIC,)] == [(TOPIC, topic)]
     assert listed[1, (BROKER, CLIENT_METRICS)] == [(BROKER, "1"), (CLIENT_METRICS, sub)]
     assert listed[1, ()] == [(TOPIC, topic), (BROKER, "1"), (CLIENT_METRICS, sub)]
-    assert _list(both[0], 1, [GROUP]) == ("NONE", [])  # no group has configs of its own on kcoord
+    assert _list(both[0], 1, [GROUP]) == ("NONE", [])  # no group of this server has configs of its own
     for types in ([1], [TOPIC, 64]):
         assert [_list(b, 1, types) for b in both] == [("UNSUPPORTED_VERSION", [])] * 2
 

@@ -278,7 +278,9 @@ class ConsumerProtocol:
         assignment = ({t: sorted(ps) for t, ps in sorted(after.assigned.items()) if ps}
                       if send_assignment else None)
         return ConsumerHeartbeatResult(ErrorCode.NONE, None, member_id, after.member_epoch,
-                                       ctx.config.consumer_heartbeat_interval_ms, assignment)
+                                       ctx.group_config(group.group_id).get(
+                                           "consumer.heartbeat.interval.ms", ctx.config.consumer_heartbeat_interval_ms),
+                                       assignment)
 
     def _create(self, group: ConsumerGroup) -> None:
         # An empty classic group of the same id gives way; its offsets stay, as in Kafka. No
@@ -372,7 +374,8 @@ class ConsumerProtocol:
     def _maybe_update_target(self, group: ConsumerGroup, topics, updating: str | None = None) -> None:
         if group.group_epoch <= group.assignment_epoch:
             return
-        interval = self.ctx.config.consumer_assignment_interval_ms
+        interval = self.ctx.group_config(group.group_id).get("consumer.assignment.interval.ms",
+                                                             self.ctx.config.consumer_assignment_interval_ms)
         if group.assignment_timestamp_ms and interval and self.ctx.now() < group.assignment_timestamp_ms + interval:
             # Too soon after the last one (Kafka batches them): members reconcile to the previous
             # target meanwhile, a new member to nothing, and the group stays Assigning.
@@ -459,7 +462,8 @@ class ConsumerProtocol:
     def _schedule_session(self, group: ConsumerGroup, member_id: str, timeout_ms: int | None = None) -> None:
         """`timeout_ms`: a classic member's own session timeout (online migration)."""
         group_id = group.group_id
-        key, timeout = _session_key(group_id, member_id), timeout_ms or self.ctx.config.consumer_session_timeout_ms
+        key, timeout = _session_key(group_id, member_id), timeout_ms or self.ctx.group_config(group_id).get(
+            "consumer.session.timeout.ms", self.ctx.config.consumer_session_timeout_ms)
         if not self.ctx.timer.postpone(key, timeout):  # the same callback: only the deadline moves
             self.ctx.schedule(key, timeout, functools.partial(self._fence_by_timer, group_id, member_id, None,
                                                               "the member session expired"))

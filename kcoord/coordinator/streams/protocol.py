@@ -303,7 +303,7 @@ class StreamsProtocol:
                 self._check_tasks(configured, tasks)
         if validated != group.validated_topology_epoch:
             bump = True
-        configs = self._assignment_configs()
+        configs = self._assignment_configs(group.group_id)
         if not bump and configs != group.last_assignment_configs:
             bump = True
         if bump:
@@ -314,7 +314,8 @@ class StreamsProtocol:
             group.metadata_refresh_epoch = group.group_epoch
             ctx.emit(K.GROUP_EPOCH_BUMPED, group, member=updated, reason="member or topology changed",
                      group_epoch=group.group_epoch)
-        delay = ctx.config.streams_initial_rebalance_delay_ms
+        delay = ctx.group_config(group.group_id).get("streams.initial.rebalance.delay.ms",
+                                                     ctx.config.streams_initial_rebalance_delay_ms)
         if was_empty and delay > 0 and not ctx.timer.is_scheduled(_initial_delay_key(group.group_id)):
             group_id = group.group_id
             ctx.schedule(_initial_delay_key(group_id), delay, lambda: self._delayed_target(group_id))
@@ -340,7 +341,8 @@ class StreamsProtocol:
             group.shutdown_requested_by = member.member_id
 
         result = StreamsHeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
-                                        ctx.config.streams_heartbeat_interval_ms)
+                                        ctx.group_config(group.group_id).get(
+                                            "streams.heartbeat.interval.ms", ctx.config.streams_heartbeat_interval_ms))
         if joining or member.assigned() != updated.assigned():
             result.active_tasks = _task_ids(member.active)
             result.standby_tasks = _task_ids(member.standby)
@@ -393,8 +395,9 @@ class StreamsProtocol:
                                                              f"is invalid. Number of tasks for this subtopology: "
                                                              f"{sub.number_of_tasks}")
 
-    def _assignment_configs(self) -> dict[str, str]:
-        return {"num.standby.replicas": str(self.ctx.config.streams_num_standby_replicas)}
+    def _assignment_configs(self, group_id: str) -> dict[str, str]:
+        return {"num.standby.replicas": str(self.ctx.group_config(group_id).get(
+            "streams.num.standby.replicas", self.ctx.config.streams_num_standby_replicas))}
 
     # ------------------------------------------------------------- assignment
     def _topics(self) -> dict[str, tuple[str, int]]:
@@ -413,7 +416,8 @@ class StreamsProtocol:
             return
         if group.assignment_epoch >= group.group_epoch:
             return
-        interval = ctx.config.streams_assignment_interval_ms
+        interval = ctx.group_config(group.group_id).get("streams.assignment.interval.ms",
+                                                        ctx.config.streams_assignment_interval_ms)
         if group.assignment_timestamp_ms and interval and ctx.now() < group.assignment_timestamp_ms + interval:
             if status is not None:
                 status.append((ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment interval."))
@@ -426,8 +430,8 @@ class StreamsProtocol:
             ordered += [group.members[updating]] if updating in group.members else []
             specs = {m.member_id: self._member_spec(group, m) for m in ordered}
             try:
-                computed = self.assignor.assign(specs, group.last_assignment_configs or self._assignment_configs(),
-                                                configured.describer())
+                computed = self.assignor.assign(specs, group.last_assignment_configs
+                                                or self._assignment_configs(group.group_id), configured.describer())
             except TaskAssignorError as err:
                 raise Refused(ErrorCode.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for "
                                                               f"epoch {group.group_epoch}: {err}") from None
@@ -490,7 +494,8 @@ class StreamsProtocol:
     # ------------------------------------------------------------------ timers
     def _schedule_session(self, group: StreamsGroup, member_id: str) -> None:
         group_id = group.group_id
-        key, timeout = _session_key(group_id, member_id), self.ctx.config.streams_session_timeout_ms
+        key, timeout = _session_key(group_id, member_id), self.ctx.group_config(group_id).get(
+            "streams.session.timeout.ms", self.ctx.config.streams_session_timeout_ms)
         if not self.ctx.timer.postpone(key, timeout):
             self.ctx.schedule(key, timeout, functools.partial(self._fence_by_timer, group_id, member_id, None,
                                                               "the member session expired."))
