@@ -82,3 +82,28 @@ def test_the_transaction_rows_fail_when_the_broker_deviates():
     assert status == {"txn-init-producer-id-fencing": "fail", "txn-commit-abort-read-committed": "fail",
                       "txn-offset-commit-pending": "fail", "txn-unknown-transactional-id": "fail",
                       "txn-timeout-abort": "fail"}, json.dumps(report, indent=1)
+
+
+STREAMS_ROWS = ",".join(check.streams_check_scenarios.SCENARIOS)
+
+
+def test_the_streams_rows_pass_against_the_reference_kafka(reference_kafka):
+    proc = _check(reference_kafka.bootstrap, STREAMS_ROWS, 300)
+    report = json.loads(proc.stdout)
+    assert {r["scenario"]: r["status"] for r in report["results"]} == {
+        s: "pass" for s in check.streams_check_scenarios.SCENARIOS}, json.dumps(report, indent=1)
+
+
+def test_the_streams_rows_fail_when_the_broker_deviates():
+    # StreamsGroupDescribe refused everywhere: the rows that describe must notice, the others pass.
+    thread = start_server(fault_rules=["api=StreamsGroupDescribe,error=GROUP_AUTHORIZATION_FAILED,seconds=600"])
+    try:
+        proc = _check(thread.bootstrap, STREAMS_ROWS, 300)
+    finally:
+        thread.stop()
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["passed"] is False
+    status = {r["scenario"]: r["status"] for r in report["results"]}
+    assert status == {"streams-join-assigns-tasks": "pass", "streams-second-member-revocation": "pass",
+                      "streams-member-leaves": "fail", "streams-describe": "fail",
+                      "streams-missing-source-topic": "fail"}, json.dumps(report, indent=1)
