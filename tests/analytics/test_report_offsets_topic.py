@@ -258,27 +258,3 @@ def test_report_reads_the_same_story_from_kcoord_and_from_kafka(spark, kcoord_se
         got[name] = _normalised(tables, names)
     assert got["kcoord"] == got["kafka"]
 
-
-async def _streams_scenario(bootstrap: str, group: str) -> tuple[str, object]:
-    """A member of `group` takes all four tasks, a second joins (the first revokes two), the second
-    leaves (the first takes them back). Returns the first's member id and the group described."""
-    from kcoord.conformance.raw_scenarios import Broker, _create_topic
-    from kcoord.conformance.rawclient import parse_bootstrap
-    from kcoord.conformance.streams_check_scenarios import StreamsMember, describe, settle, topology
-
-    b = Broker(*parse_bootstrap(bootstrap))
-    await b.probe()
-    await _create_topic(b, f"{group}-in", 4)
-    first = await StreamsMember(b, group, topology(f"{group}-in")).open()
-    second = await StreamsMember(b, group, topology(f"{group}-in")).open()
-    try:
-        await settle([first], lambda ms: len(ms[0].active.get("0", [])) == 4)
-        await settle([first, second], lambda ms: [len(m.active.get("0", [])) for m in ms] == [2, 2]
-                     and ms[0].epoch == ms[1].epoch)
-        await second.leave()
-        await settle([first], lambda ms: len(ms[0].active.get("0", [])) == 4)
-        return first.member_id, await describe(b, group)
-    finally:
-        await first.close()
-        await second.close()
-
