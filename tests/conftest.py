@@ -42,7 +42,8 @@ ESTIMATES = {
                                   # Java (~75 s serially), Streams exactly-once (~21 s), the Python clients (~22 s),
                                   # kafka-transactions (~8 s), __transaction_state (~12 s), the differential scenarios
                                   # (~7 s), 2026-11-26
-    "differential-delay0": 250,   # raw + 4 client scenarios x 5 clients on one Kafka/kcoord pair
+    "differential-delay0": 250,   # raw (all at once, streams-* included: ~11 s) + 4 client scenarios x 5 clients
+                                  # on one Kafka/kcoord pair
     "differential-delay3000": 250,
     "spark": 525,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
                                   # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially, a

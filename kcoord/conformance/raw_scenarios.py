@@ -563,3 +563,8 @@ SCENARIOS = {
 from kcoord.conformance.consumer_protocol_scenarios import SCENARIOS as _CONSUMER_PROTOCOL  # noqa: E402
 
 SCENARIOS.update(_CONSUMER_PROTOCOL)
+
+# The streams groups' scenarios (KIP-1071), likewise built on this module's Broker and Outcome.
+from kcoord.conformance.streams_group_scenarios import SCENARIOS as _STREAMS_GROUPS  # noqa: E402
+
+SCENARIOS.update(_STREAMS_GROUPS)

@@ -264,9 +264,13 @@ def broker_pair(request):
     from kcoord.testing.reference_kafka import ReferenceKafka
 
     delay = request.param
+    # Streams groups wait as long as classic ones here (Kafka's default is 3 s for both): one
+    # pair runs the streams scenarios without the delay, the other with it.
     with ReferenceKafka({"group.initial.rebalance.delay.ms": str(delay),
+                         "group.streams.initial.rebalance.delay.ms": str(delay),
                          "group.min.session.timeout.ms": "1000"}) as kafka:
-        server = start_server(initial_rebalance_delay_ms=delay, group_min_session_timeout_ms=1000)
+        server = start_server(initial_rebalance_delay_ms=delay, group_streams_initial_rebalance_delay_ms=delay,
+                              group_min_session_timeout_ms=1000)
         try:
             yield delay, kafka.bootstrap, server.bootstrap
         finally:

@@ -554,10 +554,12 @@ class ConsumerProtocol:
             return ConsumerGroupDescription(group_id, ctx.availability(group_id), state="")
         group = self.groups.get(group_id)
         if group is None:
-            if group_id in ctx.groups:
+            # Kafka describes a group it cannot describe by its id and error alone: no state.
+            if group_id in ctx.groups or group_id in ctx.streams_groups:
                 return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND,
-                                                f"Group {group_id} is not a consumer group.")
-            return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+                                                f"Group {group_id} is not a consumer group.", state="")
+            return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.",
+                                            state="")
         names = {tid: name for name, (tid, _) in self._topics().items()}
 
         def assignment(parts: Mapping[str, object]) -> list[dict]:

@@ -120,7 +120,8 @@ class StreamsMember:
 class StreamsGroup:
     group_id: str
     created_ms: int = 0
-    group_epoch: int = 0
+    # As Kafka 4.3's StreamsGroup, a new group starts at epoch 1: its first member's join bumps it to 2.
+    group_epoch: int = 1
     metadata_hash: int = 0
     validated_topology_epoch: int = -1
     last_assignment_configs: dict[str, str] = field(default_factory=dict)
@@ -128,7 +129,9 @@ class StreamsGroup:
     configured: ConfiguredTopology | None = None      # worked out again after a load, never recorded
     members: dict[str, StreamsMember] = field(default_factory=dict)
     target: dict[str, TaskSets] = field(default_factory=dict)
-    assignment_epoch: int = 0
+    # Kafka's initial target assignment metadata is at epoch 1 too: a member whose first assignment
+    # the initial rebalance delay holds back is at epoch 1 meanwhile.
+    assignment_epoch: int = 1
     assignment_timestamp_ms: int = 0
     metadata_refresh_deadline_ms: int = 0
     metadata_refresh_epoch: int = -1

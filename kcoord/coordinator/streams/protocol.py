@@ -251,7 +251,8 @@ class StreamsProtocol:
             self._check_epoch(member, req.member_epoch, owned)
         is_new = req.member_id not in group.members
         was_empty = group.is_empty()
-        if self.groups.get(group.group_id) is not group:
+        created = self.groups.get(group.group_id) is not group
+        if created:
             self.groups[group.group_id] = group
             ctx.groups.pop(group.group_id, None)   # an empty classic group gives way, offsets kept
             ctx.emit(K.STREAMS_GROUP_CREATED, group)
@@ -348,6 +349,11 @@ class StreamsProtocol:
                 group.endpoint_information_epoch += 1
         if group.endpoint_information_epoch != req.endpoint_information_epoch:
             result.partitions_by_user_endpoint = self._endpoints(group)
+        if created:
+            # Kafka bumps the endpoint epoch on the group object this heartbeat made, and what the
+            # heartbeat's records replay into is a group of their own, at endpoint epoch 0: the
+            # answer says 0, and so does the group afterwards.
+            group.endpoint_information_epoch = 0
         result.endpoint_information_epoch = group.endpoint_information_epoch
         if configured.error is not None:
             status.append((configured.error.status, configured.error.message))

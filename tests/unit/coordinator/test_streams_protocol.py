@@ -66,7 +66,8 @@ class StreamsHarness:
 def test_a_member_joining_gets_every_task_of_a_ready_topology():
     h = StreamsHarness()
     r = h.hb()
-    assert r.error is ErrorCode.NONE and r.member_epoch == 1
+    # A new group is at epoch 1 (as Kafka's): the first member's join bumps it to 2.
+    assert r.error is ErrorCode.NONE and r.member_epoch == 2
     assert h.active(r) == {0, 1, 2, 3}
     assert r.status == []
     g = h.group()
@@ -101,16 +102,16 @@ def test_a_second_member_gets_tasks_only_once_the_first_revoked_them():
     h = StreamsHarness()
     first = h.hb("m1")
     second = h.hb("m2")
-    assert second.member_epoch == 2 and not second.active_tasks   # unreleased: m1 still runs them
+    assert second.member_epoch == 3 and not second.active_tasks   # unreleased: m1 still runs them
     assert h.group().members["m2"].state is MemberState.UNRELEASED_TASKS
     # m1 still reports all four: it is asked to give some up and stays at its epoch.
     r1 = h.hb("m1", first.member_epoch, owned=(tasks(**{"0": {0, 1, 2, 3}}), []))
     kept = h.active(r1)
-    assert r1.member_epoch == 1 and len(kept) == 2
+    assert r1.member_epoch == 2 and len(kept) == 2
     assert h.group().members["m1"].state is MemberState.UNREVOKED_TASKS
-    r1 = h.hb("m1", 1, owned=(tasks(**{"0": kept}), []))
-    assert r1.member_epoch == 2 and h.group().members["m1"].state is MemberState.STABLE
-    r2 = h.hb("m2", 2, owned=([], []))
+    r1 = h.hb("m1", 2, owned=(tasks(**{"0": kept}), []))
+    assert r1.member_epoch == 3 and h.group().members["m1"].state is MemberState.STABLE
+    r2 = h.hb("m2", 3, owned=([], []))
     assert h.active(r2) == {0, 1, 2, 3} - kept
     assert h.group().state is StreamsGroupState.STABLE
 
@@ -120,7 +121,7 @@ def test_a_member_that_stops_heartbeating_is_fenced_and_its_tasks_move():
     h.hb("m1")
     h.hb("m2")
     h.timer.advance(30000)
-    r = h.hb("m1", 1, owned=(tasks(**{"0": {0, 1, 2, 3}}), []))
+    r = h.hb("m1", 2, owned=(tasks(**{"0": {0, 1, 2, 3}}), []))
     h.hb("m1", r.member_epoch, owned=(tasks(**{"0": h.active(r)}), []))
     h.timer.advance(20000)   # m2 said nothing for 50 s
     assert set(h.group().members) == {"m1"}
@@ -201,7 +202,7 @@ def test_the_snapshot_round_trips_and_a_loaded_group_carries_on():
     other = StreamsHarness(h.topics)   # the same topics (ids): a restart of the same cluster
     other.c.load_streams_group(value)
     r = other.hb("m1", r.member_epoch, owned=(tasks(**{"0": {0, 1, 2, 3}}), []))
-    assert r.error is ErrorCode.NONE and r.member_epoch == 1
+    assert r.error is ErrorCode.NONE and r.member_epoch == 2
 
 
 def test_list_and_describe_see_streams_groups_as_kafka_does():
@@ -221,12 +222,12 @@ def test_offset_commits_check_the_member_epoch():
 
     h = StreamsHarness()
     h.hb("m1")
-    ok = h.c.commit_offsets(OffsetCommitRequest("app", "m1", 1, None, [OffsetCommitPartition("in", 0, 5)],
+    ok = h.c.commit_offsets(OffsetCommitRequest("app", "m1", 2, None, [OffsetCommitPartition("in", 0, 5)],
                                                 version=9))
     assert ok.partitions[0][2] is ErrorCode.NONE
-    stale = h.c.commit_offsets(OffsetCommitRequest("app", "m1", 2, None, [OffsetCommitPartition("in", 0, 6)],
+    stale = h.c.commit_offsets(OffsetCommitRequest("app", "m1", 3, None, [OffsetCommitPartition("in", 0, 6)],
                                                    version=9))
     assert stale.partitions[0][2] is ErrorCode.STALE_MEMBER_EPOCH
-    old = h.c.commit_offsets(OffsetCommitRequest("app", "m1", 1, None, [OffsetCommitPartition("in", 0, 6)],
+    old = h.c.commit_offsets(OffsetCommitRequest("app", "m1", 2, None, [OffsetCommitPartition("in", 0, 6)],
                                                  version=8))
     assert old.partitions[0][2] is ErrorCode.UNSUPPORTED_VERSION
