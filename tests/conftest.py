@@ -45,8 +45,9 @@ ESTIMATES = {
     "differential-delay0": 250,   # raw (all at once, streams-* included: ~11 s) + 4 client scenarios x 5 clients
                                   # on one Kafka/kcoord pair
     "differential-delay3000": 250,
-    "spark": 515,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
-                                  # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially),
+    "spark": 525,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
+                                  # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially, a
+                                  # streams group on each ~10 s more, 2026-11-26),
                                   # a three-broker kcoord's failovers (test_report_failover.py, ~50 s serially),
                                   # confluent-kafka transactions (test_report_transactions.py, ~35 s serially)
     "spark-source": 190,          # Spark's Kafka source on kcoord and on a reference Kafka of its own

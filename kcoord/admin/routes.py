@@ -31,14 +31,17 @@ def _member(group, m) -> dict:
             "assignment": [{"topic": t, "partition": p} for t, p in partitions], **extra}
 
 
+def offsets_json(core, group_id: str) -> list[dict]:
+    return [{"topic": t, "partition": p, "offset": v.offset, "metadata": v.metadata, "commit_ms": v.commit_ms}
+            for (t, p), v in sorted(core.committed(group_id).items())]
+
+
 def group_json(core, group) -> dict:
-    offsets = core.committed(group.group_id)
     return {"group_id": group.group_id, "coordinator": core.coordinator_node(group.group_id),
             "state": str(group.state), "generation": group.generation, "protocol_type": group.protocol_type,
             "protocol": group.protocol_name, "leader": group.leader_id,
             "members": [_member(group, m) for m in group.members.values()],
-            "offsets": [{"topic": t, "partition": p, "offset": v.offset, "metadata": v.metadata,
-                         "commit_ms": v.commit_ms} for (t, p), v in sorted(offsets.items())]}
+            "offsets": offsets_json(core, group.group_id)}
 
 
 def install(app) -> None:
@@ -60,13 +63,18 @@ def install(app) -> None:
         if consumer is not None:
             # A consumer group (KIP-848): its epochs and assignments as ConsumerGroupDescribe has them.
             d = core.consumer_group_describe(consumer.group_id)
-            offsets = core.committed(consumer.group_id)
             return HttpResponse.json({
                 "group_id": d.group_id, "coordinator": core.coordinator_node(d.group_id), "type": "consumer",
                 "state": d.state, "group_epoch": d.group_epoch,
                 "assignment_epoch": d.assignment_epoch, "assignor": d.assignor_name, "members": d.members,
-                "offsets": [{"topic": t, "partition": p, "offset": v.offset, "metadata": v.metadata,
-                             "commit_ms": v.commit_ms} for (t, p), v in sorted(offsets.items())]})
+                "offsets": offsets_json(core, d.group_id)})
+        if core.streams_group(request.params["id"]) is not None:
+            # A streams group (KIP-1071): StreamsGroupDescribe's answer, with its offsets.
+            d = core.streams_group_describe(request.params["id"])
+            d = {k: int(v) if k == "error_code" else v for k, v in d.items()}
+            return HttpResponse.json({
+                **d, "coordinator": core.coordinator_node(d["group_id"]), "type": "streams",
+                "state": d["group_state"], "offsets": offsets_json(core, d["group_id"])})
         g = core.group(request.params["id"])
         if g is None:
             raise HttpError(404, f"no group {request.params['id']!r}")

@@ -10,9 +10,11 @@ import json
 import re
 from datetime import datetime, timezone
 
+from kcoord.analytics.streams import task_text
+
 FIELDS = ["time_ms", "source", "broker", "group_id", "kind", "generation", "state_before", "state_after",
           "member_id", "instance_id", "client_id", "client_host", "reason", "protocol", "members", "commits",
-          "partition", "transactional_id", "producer_id", "result", "txn_partitions"]
+          "partition", "transactional_id", "producer_id", "result", "txn_partitions", "tasks"]
 
 # Where a group's coordinator went away and came back (kcoord.analytics.failover). `partition` is the
 # group's __consumer_offsets partition; `broker` the broker that loaded or unloaded it.
@@ -74,8 +76,11 @@ def parse_journal_line(line: str, broker: str = "kcoord"):
         # which of kcoord's brokers: the journal's other records are the whole kcoord's
         if details.get("node") is not None:
             broker = f"broker-{details['node']}"
+    # A streams member's tasks (kcoord.analytics.streams.task_text): the ones it is revoking.
+    revoking = details.get("revoking") if kind == "tasks_revoking" else None
     return event(time_ms, "journal", broker, group, kind,
                  partition=_int(details.get("partition")),
+                 tasks=f"revoking {task_text(revoking)}" if isinstance(revoking, dict) else None,
                  generation=int(gen) if gen is not None else None,
                  state_before=rec.get("state_before"), state_after=rec.get("state_after"),
                  member_id=rec.get("member_id"), instance_id=rec.get("instance_id"),

@@ -200,6 +200,16 @@ def _transaction_counts(transactions: dict) -> str:
             f"{o['timed_out']} timed out, {o['open']} open)")
 
 
+def streams_section(groups: list[dict]) -> str:
+    """Streams groups (KIP-1071): no rebalances, their epochs instead."""
+    if not groups:
+        return ""
+    return ("<h2>Streams groups</h2><p>Streams groups have no rebalances: their epochs move instead "
+            "(each member's tasks over time are in the events table's <code>tasks</code>).</p>"
+            + _table(groups, ["group_id", "group_epoch", "assignment_epoch", "members", "members_seen", "revocations",
+                              "sources"]))
+
+
 def transactions_section(transactions: dict, plot: str | None, shown: int = 50) -> str:
     """The transactions: their timeline beside the groups', per transactional id how they ended,
     and the open ones and the longest."""
@@ -239,6 +249,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;font-size:13px}}th{{background:#eee
 Skipped lines: {html.escape(str(sum(skips.values())))} {html.escape(str(skips)) if skips else ''}.</p>
 <h2>Timeline</h2><img src="{p['timeline']}" alt="timeline">
 {transactions_section(transactions, p.get('transactions'))}
+{streams_section(summary.get('streams_groups') or [])}
 <h2>Durations</h2><img src="{p['durations']}" alt="durations">
 <h2>Causes</h2><img src="{p['causes']}" alt="causes">
 <h2>Top groups by rebalance time</h2>

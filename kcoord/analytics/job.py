@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kcoord.analytics import events as ev
 from kcoord.analytics import rebalances as rb
+from kcoord.analytics import streams as st
 from kcoord.analytics import transactions as tx
 
 
@@ -306,6 +307,21 @@ def transactions_table(spark, events):
             .withColumn("end", F.timestamp_millis("end_ms"))).cache()
 
 
+def streams_groups_table(spark, events):
+    """One row per streams group (kcoord.analytics.streams), per group on the executors."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    longs, strings = {"first_ms", "last_ms"}, {"group_id", "sources"}
+    schema = StructType([StructField(f, LongType() if f in longs else StringType() if f in strings else IntegerType())
+                         for f in st.STREAMS_GROUP_FIELDS])
+    rows = (events.where(F.col("group_id").isNotNull() & (F.col("kind") != "offset_commits")).drop("time").rdd
+            .map(lambda r: (r["group_id"], r.asDict())).groupByKey()
+            .map(lambda kv: st.streams_group_row(kv[1])).filter(lambda row: row is not None)
+            .map(lambda row: tuple(row[f] for f in st.STREAMS_GROUP_FIELDS)))
+    return spark.createDataFrame(rows, schema).orderBy("group_id").cache()
+
+
 def transactions_summary(transactions) -> dict:
     """The counts by outcome, per transactional id, and (20,000 at most) the transactions."""
     rows = [r.asDict() for r in transactions.drop("start", "end").orderBy("transactional_id", "start_ms")
@@ -569,6 +585,9 @@ def _write_outputs(spark, out: Path, files, lines, since, until, inputs: int, of
     transactions = transactions_table(spark, events)
     transactions.write.mode("overwrite").parquet(str(out / "transactions"))
     summary["transactions"] = transactions_summary(transactions)
+    streams_groups = streams_groups_table(spark, events)
+    streams_groups.write.mode("overwrite").parquet(str(out / "streams_groups"))
+    summary["streams_groups"] = [r.asDict() for r in streams_groups.limit(1000).collect()]
     connect_rounds, connect_holdings = connect_tables(spark, files, lines)
     since_ms, until_ms = parse_time(since), parse_time(until)
     if since_ms is not None:
@@ -591,6 +610,7 @@ def _print_done(summary: dict, out: Path, stream, took: str) -> None:
     print(f"[report] {summary['events']} events, {summary['rebalance_count']} rebalances in {summary['groups']} "
           f"groups; skipped {sum(skips.values())} lines {dict(skips) if skips else ''}; {took}; "
           f"{summary['failover']['count']} failover windows; {summary['transactions']['count']} transactions; "
-          f"wrote {out}/{{events,rebalances,group_hourly,failover_windows,transactions,connect_rounds,"
-          f"connect_holdings}} and "
+          f"{len(summary['streams_groups'])} streams groups; "
+          f"wrote {out}/{{events,rebalances,group_hourly,failover_windows,transactions,streams_groups,"
+          f"connect_rounds,connect_holdings}} and "
           f"{out / 'report.html'}", file=stream, flush=True)

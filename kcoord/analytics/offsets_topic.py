@@ -17,9 +17,10 @@ the group becomes Empty) and an OffsetCommitValue per committed partition. So fr
 
 time_ms is the value's own timestamp (currentStateTimestamp, commitTimestamp) when it has
 one, the record's timestamp otherwise (tombstones, GroupMetadataValue before v2); broker is
-the record's partition, "__consumer_offsets-N" (the coordinator that wrote it). Records that
-are not classic group records (Kafka 4's consumer and share group records, type 3 and up)
-and records that do not decode are counted as skips, never fatal.
+the record's partition, "__consumer_offsets-N" (the coordinator that wrote it). Streams group
+records (types 17-23) make rows of their own (kcoord.analytics.streams). Records of the other
+kinds of group (Kafka 4's consumer and share group records) and records that do not decode
+are counted as skips, never fatal.
 
 `generations_for_group` turns one group's rows into rebalance rows: one per stored
 generation that differs from the one before it. What the topic does not hold stays null:
@@ -28,10 +29,11 @@ topic also loses all but a group's latest generation.
 """
 from __future__ import annotations
 
+from kcoord.analytics import streams
 from kcoord.analytics.events import event
 
 SOURCE = "offsets_topic"
-SKIP_OTHER_RECORD = "not_classic_group_record"  # consumer/share group records (key type 3+)
+SKIP_OTHER_RECORD = "not_classic_group_record"  # consumer/share group records (key types 3-16, 24+)
 SKIP_UNDECODABLE = "undecodable_record"
 
 
@@ -41,6 +43,14 @@ def rows_from_records(records, skips: dict | None = None):
 
     for key, value, partition, topic, ts_ms in records:
         broker = f"{topic}-{partition}"
+        if key is not None and streams.is_streams_record(bytes(key)):
+            try:
+                yield from list(streams.rows_from_record(bytes(key), None if value is None else bytes(value), ts_ms,
+                                                         broker))
+            except (co.OffsetsRecordError, UnicodeDecodeError):
+                if skips is not None:
+                    skips[SKIP_UNDECODABLE] = skips.get(SKIP_UNDECODABLE, 0) + 1
+            continue
         try:
             k = co.decode_key(bytes(key) if key is not None else b"")
         except co.OffsetsRecordError as err:

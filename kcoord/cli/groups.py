@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
+from kcoord.cli import streams_groups
 from kcoord.connect_protocol import ERRORS, decode_assignment, decode_metadata, held
 from kcoord.protocol_client import Admin, ProtocolError, consumer_assignment
 
@@ -88,11 +89,19 @@ def run_groups(args) -> int:
         with Admin(args.bootstrap) as admin:
             if args.describe is None:
                 groups, problems = admin.groups_by_coordinator()
-                print(table([list(g) for g in groups], ["GROUP", "PROTOCOL-TYPE", "STATE", "COORDINATOR"])
-                      if groups else "no groups")
+                # ListGroups tells no epochs: a streams group's come from StreamsGroupDescribe,
+                # '-' for the other kinds.
+                rows = [[*g, *(streams_groups.epochs(admin, g[0]) if g[1] == "streams" else ("-", "-"))]
+                        for g in groups]
+                print(table(rows, ["GROUP", "PROTOCOL-TYPE", "STATE", "COORDINATOR", "GROUP-EPOCH",
+                                   "ASSIGNMENT-EPOCH"]) if groups else "no groups")
                 for problem in problems:   # the groups it coordinates are missing above
                     print(f"kcoord groups: cannot list the groups of {problem}", file=sys.stderr)
                 return 1 if problems else 0
+            streams = streams_groups.describe(admin, args.describe)
+            if streams is not None:
+                streams_groups.print_described(admin, streams, admin.coordinator_id(args.describe), table)
+                return 0
             group = admin.describe_group(args.describe)
             coordinator = f"coordinator {admin.coordinator_id(args.describe)}"
             if group.protocol_type == "connect":

@@ -15,15 +15,16 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
-from kcoord.conformance import raw_scenarios, txn_check_scenarios
+from kcoord.conformance import raw_scenarios, streams_check_scenarios, txn_check_scenarios
 from kcoord.conformance.rawclient import parse_bootstrap
 
 # "java" is kafka-clients 3.9.1, "java4" kafka-clients 4.3.1 (kcoord.conformance.javaclient).
 CLIENTS = ("kafka-python", "aiokafka", "confluent", "java", "java4")
 SCENARIO_TIMEOUT = 120.0
-# The "raw" rows: the group scenarios, then the transactions' (kept apart from raw_scenarios.SCENARIOS,
-# which tests/conformance/test_differential.py compares transcript by transcript with the reference Kafka).
-RAW_SCENARIOS = {**raw_scenarios.SCENARIOS, **txn_check_scenarios.SCENARIOS}
+# The "raw" rows: the group scenarios, then the transactions' and the streams groups' (kept apart from
+# raw_scenarios.SCENARIOS, which tests/conformance/test_differential.py compares transcript by transcript
+# with the reference Kafka).
+RAW_SCENARIOS = {**raw_scenarios.SCENARIOS, **txn_check_scenarios.SCENARIOS, **streams_check_scenarios.SCENARIOS}
 
 
 @dataclass

@@ -10,6 +10,7 @@ times and names are replaced.
 """
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 import time
@@ -137,6 +138,46 @@ def _settled(rebalances: list[dict]) -> list[dict]:
             if r["joined"] or r["left"] or r["outcome"] == "empty"]
 
 
+async def _streams_scenario(bootstrap: str, group: str) -> tuple[str, object]:
+    """A member of `group` takes all four tasks, a second joins (the first revokes two), the second
+    leaves (the first takes them back). Returns the first's member id and the group described."""
+    from kcoord.conformance.raw_scenarios import Broker, _create_topic
+    from kcoord.conformance.rawclient import parse_bootstrap
+    from kcoord.conformance.streams_check_scenarios import StreamsMember, describe, settle, topology
+
+    b = Broker(*parse_bootstrap(bootstrap))
+    await b.probe()
+    await _create_topic(b, f"{group}-in", 4)
+    first = await StreamsMember(b, group, topology(f"{group}-in")).open()
+    second = await StreamsMember(b, group, topology(f"{group}-in")).open()
+    try:
+        await settle([first], lambda ms: len(ms[0].active.get("0", [])) == 4)
+        await settle([first, second], lambda ms: [len(m.active.get("0", [])) for m in ms] == [2, 2]
+                     and ms[0].epoch == ms[1].epoch)
+        await second.leave()
+        await settle([first], lambda ms: len(ms[0].active.get("0", [])) == 4)
+        return first.member_id, await describe(b, group)
+    finally:
+        await first.close()
+        await second.close()
+
+
+def _check_streams_group(spark, out, group: str, member: str, described, name: str) -> None:
+    """The streams group's records read back: its row (epochs as described, one member of two
+    seen, a revocation) and the first member's tasks over time: all four, two of them revoking,
+    two, all four again."""
+    (row,) = _table(spark, out / "streams_groups", {group})
+    assert (row["group_epoch"], row["assignment_epoch"], row["members"], row["members_seen"], row["sources"]) == (
+        described.group_epoch, described.assignment_epoch, 1, 2, "offsets_topic"), (name, row)
+    assert row["revocations"] >= 1, (name, row)
+    events = sorted(_table(spark, out / "events", {group}), key=lambda e: e["time_ms"])
+    held = [e["tasks"] for e in events if e["kind"] == "streams_member_assignment" and e["member_id"] == member]
+    assert held[-1] == "active 0_0,0_1,0_2,0_3", (name, held)
+    assert any(t.startswith("active ") and "; revoking active " in t for t in held), (name, held)
+    assert any(t.count(",") == 1 and "revoking" not in t for t in held), (name, held)
+    assert not [e for e in events if e["kind"] == "generation"], name   # no classic group's generations
+
+
 def _normalised(tables: dict, names: dict[str, str]) -> dict:
     """Names to placeholders, generations to their rank among settled ones, member ids, hosts,
     times and partitions dropped: what both brokers must agree on."""
@@ -175,7 +216,10 @@ def test_report_reads_the_same_story_from_kcoord_and_from_kafka(spark, kcoord_se
     got = {}
     for name, bootstrap in (("kcoord", kcoord_server.bootstrap), ("kafka", reference_kafka.bootstrap)):
         commits = _scenario(bootstrap, topic, group, simple)
+        streams_group = f"or-streams-{suffix}"
+        streams_member, described = asyncio.run(_streams_scenario(bootstrap, streams_group))
         tables = _report(spark, bootstrap, tmp_path / name, {group, simple})
+        _check_streams_group(spark, tmp_path / name, streams_group, streams_member, described, name)
         events, rebalances, hourly = tables["events"], tables["rebalances"], tables["group_hourly"]
         assert {e["source"] for e in events} == {"offsets_topic"}, name
 
@@ -213,3 +257,4 @@ def test_report_reads_the_same_story_from_kcoord_and_from_kafka(spark, kcoord_se
         assert not [r for r in rebalances if r["group_id"] == simple], name
         got[name] = _normalised(tables, names)
     assert got["kcoord"] == got["kafka"]
+

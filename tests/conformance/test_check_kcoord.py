@@ -69,16 +69,42 @@ def test_the_transaction_rows_pass_against_the_reference_kafka(reference_kafka):
     assert "cleanup interval 1000 ms" in timeout_row["observed"]
 
 
-def test_the_transaction_rows_fail_when_the_broker_deviates():
-    # EndTxn refused everywhere: every row that ends a transaction must notice.
-    thread = start_server(fault_rules=["api=EndTxn,error=INVALID_TXN_STATE,seconds=600"], transaction_abort_interval_ms=500)
+def _statuses_when_faulty(fault_rule: str, scenarios: str, timeout: float, **config) -> tuple[dict, dict]:
+    """(row -> status, the report) of `kcoord check` on a kcoord answering with `fault_rule`;
+    the check must have failed as a whole."""
+    thread = start_server(fault_rules=[fault_rule], **config)
     try:
-        proc = _check(thread.bootstrap, TXN_ROWS, 120)
+        proc = _check(thread.bootstrap, scenarios, timeout)
     finally:
         thread.stop()
     report = json.loads(proc.stdout)
     assert proc.returncode == 1 and report["passed"] is False
-    status = {r["scenario"]: r["status"] for r in report["results"]}
+    return {r["scenario"]: r["status"] for r in report["results"]}, report
+
+
+def test_the_transaction_rows_fail_when_the_broker_deviates():
+    # EndTxn refused everywhere: every row that ends a transaction must notice.
+    status, report = _statuses_when_faulty("api=EndTxn,error=INVALID_TXN_STATE,seconds=600", TXN_ROWS, 120,
+                                           transaction_abort_interval_ms=500)
     assert status == {"txn-init-producer-id-fencing": "fail", "txn-commit-abort-read-committed": "fail",
                       "txn-offset-commit-pending": "fail", "txn-unknown-transactional-id": "fail",
                       "txn-timeout-abort": "fail"}, json.dumps(report, indent=1)
+
+
+STREAMS_ROWS = ",".join(check.streams_check_scenarios.SCENARIOS)
+
+
+def test_the_streams_rows_pass_against_the_reference_kafka(reference_kafka):
+    proc = _check(reference_kafka.bootstrap, STREAMS_ROWS, 300)
+    report = json.loads(proc.stdout)
+    assert {r["scenario"]: r["status"] for r in report["results"]} == {
+        s: "pass" for s in check.streams_check_scenarios.SCENARIOS}, json.dumps(report, indent=1)
+
+
+def test_the_streams_rows_fail_when_the_broker_deviates():
+    # StreamsGroupDescribe refused everywhere: the rows that describe must notice, the others pass.
+    status, report = _statuses_when_faulty("api=StreamsGroupDescribe,error=GROUP_AUTHORIZATION_FAILED,seconds=600",
+                                           STREAMS_ROWS, 300)
+    assert status == {"streams-join-assigns-tasks": "pass", "streams-second-member-revocation": "pass",
+                      "streams-member-leaves": "fail", "streams-describe": "fail",
+                      "streams-missing-source-topic": "fail"}, json.dumps(report, indent=1)
