@@ -36,6 +36,8 @@ STOP_TIMEOUT = 60.0
 # How long a stable view must last before it counts: one poll of every instance's tasks
 # (200 ms) cannot tell a settled group from one whose next assignment is on its way.
 SETTLE_SECONDS = 1.5
+# Exit statuses of an instance the harness stopped or killed (SIGTERM's is the JVM's 143).
+ENDED = (0, 143, -signal.SIGTERM, -signal.SIGKILL)
 
 
 def task_ids(partitions: int, subtopologies: int = 2) -> set[str]:
@@ -111,6 +113,7 @@ class StreamsApp:
         self.instances: list[StreamsInstance] = []
         self.steps: list[Step] = []
         self._changed_at = time.monotonic()
+        self._stable_at = 0.0
         self._before: dict[str, set[str]] = {}
 
     # ---- changes ---------------------------------------------------------------------------
@@ -120,8 +123,6 @@ class StreamsApp:
         if self._changed_at <= self._stable_at:
             self._before = self.active()
             self._changed_at = time.monotonic()
-
-    _stable_at = 0.0
 
     def _spawn(self, instance: StreamsInstance) -> None:
         instance.runs += 1
@@ -225,7 +226,7 @@ class StreamsApp:
         log tail if it is not within `timeout` or an instance dies or fails."""
         deadline, stable_since, problem = time.monotonic() + timeout, None, None
         while time.monotonic() < deadline:
-            dead = [i for i in self.instances if i.proc is not None and i.proc.poll() not in (None, *self._ended)]
+            dead = [i for i in self.instances if i.proc is not None and i.proc.poll() not in (None, *ENDED)]
             if dead:
                 raise AssertionError(f"{dead[0].name} exited ({dead[0].proc.returncode}):\n{dead[0].log_tail()}")
             problem = self._problem(balanced)
@@ -246,6 +247,3 @@ class StreamsApp:
             time.sleep(0.2)
         tails = "\n".join(f"--- {i.name} ({'alive' if i.alive else 'down'}):\n{i.log_tail(12)}" for i in self.instances)
         raise AssertionError(f"{label}: not stable within {timeout}s: {problem}\n{tails}")
-
-    # Exit statuses of an instance the harness stopped or killed (SIGTERM's is the JVM's 143).
-    _ended = (0, 143, -signal.SIGTERM, -signal.SIGKILL)
