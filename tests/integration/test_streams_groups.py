@@ -190,7 +190,7 @@ def test_streams_group_scales_out_in_and_survives_kills(broker_any, tmp_path, re
         app.wait_stable("restart it after its session ended")
         counts.produce()
 
-        # Killed and started again at once. Kafka Streams 4.3.1 sends no group.instance.id on the
+        # Killed and started again at once. Kafka Streams 4.3.1 refuses group.instance.id with the
         # streams protocol (no static membership yet), so its successor is a new member beside
         # the dead one until that one's session ends: tasks may move meanwhile (the table's
         # "moved"); what must hold is that the group runs again with every task once.
