@@ -73,6 +73,7 @@ ESTIMATES = {
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
     "tests/conformance/test_check_kcoord.py::test_kcoord_check_passes_against_kcoord": 127,
     "tests/integration/test_group_scenarios.py::test_sixteen_members[java": 54,
+    "tests/integration/test_streams_groups.py::test_classic_streams_app_static_restart_and_kill[kcoord]": 40,
     "tests/integration/test_streams_eos.py::test_exactly_once_v2_counts_survive_a_killed_instance[kcoord]": 30,
     "tests/integration/test_reference_kafka.py::test_an_": 48,  # start and stop brokers of their own
     "tests/integration/test_durable_state.py::test_kill_9_twenty_times": 37,

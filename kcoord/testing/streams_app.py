@@ -36,8 +36,6 @@ STOP_TIMEOUT = 60.0
 # How long a stable view must last before it counts: one poll of every instance's tasks
 # (200 ms) cannot tell a settled group from one whose next assignment is on its way.
 SETTLE_SECONDS = 1.5
-# Exit statuses of an instance the harness stopped or killed (SIGTERM's is the JVM's 143).
-ENDED = (0, 143, -signal.SIGTERM, -signal.SIGKILL)
 
 
 def task_ids(partitions: int, subtopologies: int = 2) -> set[str]:
@@ -53,6 +51,7 @@ class StreamsInstance:
     runs: int = 0
     proc: jvm.JvmProcess | None = None
     log: Path | None = None
+    stopped: bool = False         # by the harness (stop, kill): its end is no failure
 
     @property
     def alive(self) -> bool:
@@ -126,6 +125,7 @@ class StreamsApp:
 
     def _spawn(self, instance: StreamsInstance) -> None:
         instance.runs += 1
+        instance.stopped = False
         instance.log = self.home / f"{instance.name}-run{instance.runs}.log"
         props = {"bootstrap.servers": self.bootstrap, "application.id": self.application_id,
                  "state.dir": str(instance.state_dir), **self.config}
@@ -151,11 +151,13 @@ class StreamsApp:
     def stop(self, instance: StreamsInstance, timeout: float = STOP_TIMEOUT) -> int:
         """SIGTERM: the program's shutdown hook closes Streams cleanly, which leaves the group."""
         self._change()
+        instance.stopped = True
         return jvm.stop(instance.proc, timeout, signal.SIGTERM)
 
     def kill(self, instance: StreamsInstance) -> int:
         """kill -9: the group learns of it only when the member's session times out."""
         self._change()
+        instance.stopped = True
         return jvm.kill(instance.proc)
 
     def restart(self, instance: StreamsInstance) -> None:
@@ -226,9 +228,10 @@ class StreamsApp:
         log tail if it is not within `timeout` or an instance dies or fails."""
         deadline, stable_since, problem = time.monotonic() + timeout, None, None
         while time.monotonic() < deadline:
-            dead = [i for i in self.instances if i.proc is not None and i.proc.poll() not in (None, *ENDED)]
-            if dead:
-                raise AssertionError(f"{dead[0].name} exited ({dead[0].proc.returncode}):\n{dead[0].log_tail()}")
+            ended = [i for i in self.instances if not i.stopped and i.proc is not None and not i.alive]
+            if ended:  # on its own: a fatal error (ERROR state) or a crash
+                raise AssertionError(f"{ended[0].name} exited ({ended[0].proc.returncode}): {ended[0].errors()}\n"
+                                     f"{ended[0].log_tail()}")
             problem = self._problem(balanced)
             now = time.monotonic()
             if problem is not None:
