@@ -167,16 +167,19 @@ class StreamsApp:
         self._change()
         self._spawn(instance)
 
-    def close(self) -> None:
-        jvm.stop_all([i.proc for i in self.instances if i.proc is not None], STOP_TIMEOUT)
+    def close(self, clean: bool = True) -> None:
+        """Stop every instance: SIGTERM (a clean close), or with `clean=False` SIGKILL, since an
+        instance whose stream thread failed can take most of a minute to close."""
+        procs = [i.proc for i in self.instances if i.proc is not None]
+        jvm.stop_all(procs, STOP_TIMEOUT, signal.SIGTERM if clean else signal.SIGKILL)
         if self._owns_home:
             shutil.rmtree(self.home, ignore_errors=True)
 
     def __enter__(self) -> "StreamsApp":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(clean=exc_type is None)
 
     # ---- views -----------------------------------------------------------------------------
 
