@@ -36,12 +36,12 @@ settings.load_profile("kcoord")
 # Seconds a unit (a test, by nodeid prefix, or a group) took in a `-n 4` run on the 2-core
 # VM while another suite ran beside it (2026-11-23); CPU-bound tests stretch most then.
 ESTIMATES = {
-    "reference-kafka": 1000,      # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
+    "reference-kafka": 1040,      # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
                                   # idempotent producers through the dropping proxy (~20 s), dynamic broker configs (~5 s),
                                   # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s); the transaction modules:
                                   # Java (~75 s serially), Streams exactly-once (~21 s), the Python clients (~22 s),
                                   # kafka-transactions (~8 s), __transaction_state (~12 s), the differential scenarios
-                                  # (~7 s), 2026-11-26
+                                  # (~7 s), 2026-11-26; kafka-streams-groups on a streams group (~36 s serially)
     "differential-delay0": 250,   # raw (all at once, streams-* included: ~11 s) + 4 client scenarios x 5 clients
                                   # on one Kafka/kcoord pair
     "differential-delay3000": 250,
@@ -65,6 +65,9 @@ ESTIMATES = {
                                      # kill 34-81 / 35-51 s, parked join 10-18 / 16-28 s; 2026-11-26), Connect [kafka]
                                      # ~40 s, leadership answers ~25 s, the cluster tools ~25 s; the group's files ran
                                      # 6 min serially
+    "streams-kafka": 300,         # test_streams_groups.py [kafka]: streams groups (KIP-1071) with Kafka Streams JVMs on a
+                                  # Kafka of their own with 20 s streams sessions: scale out/in, kills, restarts, a
+                                  # standby's promotion, a classic static restart (~200 s serially, 2026-11-26)
     "consumer-kafka": 250,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
                                   # their own with short consumer sessions: scenarios with java4/confluent members,
                                   # raw ConsumerGroupHeartbeat cases
@@ -73,6 +76,7 @@ ESTIMATES = {
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
     "tests/conformance/test_check_kcoord.py::test_kcoord_check_passes_against_kcoord": 127,
     "tests/integration/test_group_scenarios.py::test_sixteen_members[java": 54,
+    "tests/integration/test_streams_groups.py::test_classic_streams_app_static_restart_and_kill[kcoord]": 40,
     "tests/integration/test_streams_eos.py::test_exactly_once_v2_counts_survive_a_killed_instance[kcoord]": 30,
     "tests/integration/test_reference_kafka.py::test_an_": 48,  # start and stop brokers of their own
     "tests/integration/test_durable_state.py::test_kill_9_twenty_times": 37,
@@ -93,6 +97,9 @@ SPARK_SOURCE_MODULE = "tests/integration/test_spark_kafka_source.py"
 # their own (short consumer-group session timeouts; the `consumer_protocol_kafka` fixture below).
 CONSUMER_PROTOCOL_MODULES = ("tests/integration/test_consumer_protocol.py",
                              "tests/conformance/test_consumer_protocol_raw.py")
+# The streams group scenarios (KIP-1071): their [kafka] cases run on the module's own reference
+# Kafka (short streams-group sessions: `streams_groups_kafka` in the module).
+STREAMS_GROUP_MODULES = ("tests/integration/test_streams_groups.py",)
 
 
 def _uses_session_kafka(item, broker_choice: str) -> bool:
@@ -117,6 +124,8 @@ def _group(item, broker_choice: str) -> str | None:
             callspec is not None and callspec.params.get("cluster") == "kafka"):
         return "reference-kafka-cluster"
     if _uses_session_kafka(item, broker_choice):
+        if module in STREAMS_GROUP_MODULES:
+            return "streams-kafka"
         return "consumer-kafka" if module in CONSUMER_PROTOCOL_MODULES else "reference-kafka"
     return None
 

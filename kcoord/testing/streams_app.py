@@ -51,6 +51,7 @@ class StreamsInstance:
     runs: int = 0
     proc: jvm.JvmProcess | None = None
     log: Path | None = None
+    stopped: bool = False         # by the harness (stop, kill): its end is no failure
 
     @property
     def alive(self) -> bool:
@@ -111,6 +112,7 @@ class StreamsApp:
         self.instances: list[StreamsInstance] = []
         self.steps: list[Step] = []
         self._changed_at = time.monotonic()
+        self._stable_at = 0.0
         self._before: dict[str, set[str]] = {}
 
     # ---- changes ---------------------------------------------------------------------------
@@ -121,10 +123,9 @@ class StreamsApp:
             self._before = self.active()
             self._changed_at = time.monotonic()
 
-    _stable_at = 0.0
-
     def _spawn(self, instance: StreamsInstance) -> None:
         instance.runs += 1
+        instance.stopped = False
         instance.log = self.home / f"{instance.name}-run{instance.runs}.log"
         props = {"bootstrap.servers": self.bootstrap, "application.id": self.application_id,
                  "state.dir": str(instance.state_dir), **self.config}
@@ -150,11 +151,13 @@ class StreamsApp:
     def stop(self, instance: StreamsInstance, timeout: float = STOP_TIMEOUT) -> int:
         """SIGTERM: the program's shutdown hook closes Streams cleanly, which leaves the group."""
         self._change()
+        instance.stopped = True
         return jvm.stop(instance.proc, timeout, signal.SIGTERM)
 
     def kill(self, instance: StreamsInstance) -> int:
         """kill -9: the group learns of it only when the member's session times out."""
         self._change()
+        instance.stopped = True
         return jvm.kill(instance.proc)
 
     def restart(self, instance: StreamsInstance) -> None:
@@ -164,16 +167,19 @@ class StreamsApp:
         self._change()
         self._spawn(instance)
 
-    def close(self) -> None:
-        jvm.stop_all([i.proc for i in self.instances if i.proc is not None], STOP_TIMEOUT)
+    def close(self, clean: bool = True) -> None:
+        """Stop every instance: SIGTERM (a clean close), or with `clean=False` SIGKILL, since an
+        instance whose stream thread failed can take most of a minute to close."""
+        procs = [i.proc for i in self.instances if i.proc is not None]
+        jvm.stop_all(procs, STOP_TIMEOUT, signal.SIGTERM if clean else signal.SIGKILL)
         if self._owns_home:
             shutil.rmtree(self.home, ignore_errors=True)
 
     def __enter__(self) -> "StreamsApp":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(clean=exc_type is None)
 
     # ---- views -----------------------------------------------------------------------------
 
@@ -225,9 +231,10 @@ class StreamsApp:
         log tail if it is not within `timeout` or an instance dies or fails."""
         deadline, stable_since, problem = time.monotonic() + timeout, None, None
         while time.monotonic() < deadline:
-            dead = [i for i in self.instances if i.proc is not None and i.proc.poll() not in (None, *self._ended)]
-            if dead:
-                raise AssertionError(f"{dead[0].name} exited ({dead[0].proc.returncode}):\n{dead[0].log_tail()}")
+            ended = [i for i in self.instances if not i.stopped and i.proc is not None and not i.alive]
+            if ended:  # on its own: a fatal error (ERROR state) or a crash
+                raise AssertionError(f"{ended[0].name} exited ({ended[0].proc.returncode}): {ended[0].errors()}\n"
+                                     f"{ended[0].log_tail()}")
             problem = self._problem(balanced)
             now = time.monotonic()
             if problem is not None:
@@ -246,6 +253,3 @@ class StreamsApp:
             time.sleep(0.2)
         tails = "\n".join(f"--- {i.name} ({'alive' if i.alive else 'down'}):\n{i.log_tail(12)}" for i in self.instances)
         raise AssertionError(f"{label}: not stable within {timeout}s: {problem}\n{tails}")
-
-    # Exit statuses of an instance the harness stopped or killed (SIGTERM's is the JVM's 143).
-    _ended = (0, 143, -signal.SIGTERM, -signal.SIGKILL)

@@ -49,7 +49,6 @@ CLASSIC_APP_CONFIG = {"group.protocol": "classic", "processing.guarantee": "exac
                       "commit.interval.ms": "200", "producer.transaction.timeout.ms": "10000",
                       "consumer.session.timeout.ms": "20000", "consumer.heartbeat.interval.ms": "1000"}
 
-NOT_SERVED = pytest.mark.xfail(reason="StreamsGroupHeartbeat not served yet", strict=True)
 BROKERS = ["kcoord", "kafka"]
 
 pytestmark = [pytest.mark.integration, pytest.mark.kcoord(kafka_config=BROKER_CONFIG)]
@@ -150,9 +149,10 @@ def _record(test: str, request, app: StreamsApp) -> None:
               + f" {moved[label]:>6}")
 
 
-def _kept(before: dict[str, set[str]], after: dict[str, set[str]], names) -> dict[str, tuple]:
-    """The instances among `names` that lost a task they had before: name -> (before, after)."""
-    return {n: (sorted(before[n]), sorted(after[n])) for n in names if not before[n] <= after[n]}
+def _not_within(held: dict[str, set[str]], within: dict[str, set[str]], names) -> dict[str, tuple]:
+    """The instances among `names` whose tasks in `held` are not all theirs in `within`:
+    name -> (held, within); {} when each kept to its own."""
+    return {n: (sorted(held[n]), sorted(within[n])) for n in names if not held[n] <= within[n]}
 
 
 @pytest.mark.parametrize("broker_any", BROKERS, indirect=True)
@@ -168,29 +168,28 @@ def test_streams_group_scales_out_in_and_survives_kills(broker_any, tmp_path, re
         app.wait_stable("scale out to 4")
         four = app.active()
         # The new instance's tasks are the only ones that moved: every other kept a subset of its own.
-        assert _kept(four, three, [i0.name, i1.name, i2.name]) == {}
+        assert _not_within(four, three, [i0.name, i1.name, i2.name]) == {}
         assert four[i3.name]
         counts.produce()
 
         app.stop(i3)
         app.wait_stable("scale in to 3 (clean stop)")
         after = app.active()
-        assert _kept(four, after, [i0.name, i1.name, i2.name]) == {}
+        assert _not_within(four, after, [i0.name, i1.name, i2.name]) == {}  # they only gained
         counts.produce()
 
         before = app.active()
         app.kill(i1)
         app.wait_stable("kill -9 one of 3 (session timeout)")
         after = app.active()
-        assert _kept(before, after, [i0.name, i2.name]) == {}
-        assert set().union(*after.values()) == app.tasks
+        assert _not_within(before, after, [i0.name, i2.name]) == {}  # the survivors only gained
         counts.produce()
 
         app.restart(i1)
         app.wait_stable("restart it after its session ended")
         counts.produce()
 
-        # Killed and started again at once. Kafka Streams 4.3.1 sends no group.instance.id on the
+        # Killed and started again at once. Kafka Streams 4.3.1 refuses group.instance.id with the
         # streams protocol (no static membership yet), so its successor is a new member beside
         # the dead one until that one's session ends: tasks may move meanwhile (the table's
         # "moved"); what must hold is that the group runs again with every task once.
