@@ -59,27 +59,25 @@ def rows_from_record(key: bytes, value: bytes | None, ts_ms: int, broker: str):
     from kcoord.log import consumer_offsets as co
     from kcoord.log import offsets_loader as ol
 
-    r = co._Reader(key)
-    kind = r.int(">h", "key type")
-    group = r.str("group")
+    kind, group, member = co.group_key(key)
     if kind == co.STREAMS_GROUP_METADATA:
         if value is None:
             yield event(ts_ms, SOURCE, broker, group, "group_deleted", state_after="Dead")
         else:
             yield event(ts_ms, SOURCE, broker, group, "streams_group_epoch",
-                        generation=ol._streams_metadata(value)["epoch"])
+                        generation=ol.streams_metadata_value(value)["epoch"])
     elif kind == co.STREAMS_TARGET_METADATA and value is not None:
-        epoch, stamp = ol._streams_target_metadata(value)
+        epoch, stamp = ol.streams_target_metadata_value(value)
         yield event(stamp or ts_ms, SOURCE, broker, group, "streams_assignment_epoch", generation=epoch)
     elif kind == co.STREAMS_CURRENT_ASSIGNMENT and value is not None:
-        a = ol._streams_current(value)
+        a = ol.streams_current_assignment_value(value)
         owned = task_text({k: a[k] for k in ("active", "standby", "warmup")})
         revoking = task_text({k: a[f"{k}_pending_revocation"] for k in ("active", "standby", "warmup")})
-        yield event(ts_ms, SOURCE, broker, group, "streams_member_assignment", member_id=r.str("member"),
+        yield event(ts_ms, SOURCE, broker, group, "streams_member_assignment", member_id=member,
                     generation=a["member_epoch"], state_after=_MEMBER_STATES.get(a["state"], "unknown"),
                     tasks=owned if revoking == "none" else f"{owned}; revoking {revoking}")
     elif kind == co.STREAMS_MEMBER_METADATA and value is None:
-        yield event(ts_ms, SOURCE, broker, group, "streams_member_removed", member_id=r.str("member"))
+        yield event(ts_ms, SOURCE, broker, group, "streams_member_removed", member_id=member)
 
 
 def streams_group_row(events) -> dict | None:

@@ -210,6 +210,14 @@ def group_metadata_key(group: str) -> bytes:
     return struct.pack(">h", GROUP_METADATA_KEY) + _str(group)
 
 
+def group_key(data: bytes) -> tuple[int, str, str | None]:
+    """(record type, group id, member id or None) of a group record's key: every type starts with
+    the group id, the member records' keys go on with the member id."""
+    r = _Reader(data)
+    kind, group = r.int(">h", "key type"), r.str("group")
+    return kind, group, (r.str("member") if r.pos < len(data) else None)
+
+
 def decode_key_if_classic(data: bytes) -> dict | None:
     """decode_key's answer for an offset commit or a classic group's metadata; None for the
     consumer group (KIP-848) records that share the topic."""

@@ -213,7 +213,7 @@ def _streams_topology(data: bytes) -> dict:
         "subtopologies": [_read_subtopology(r) for _ in range(r.compact_len("Subtopologies"))]})[0]
 
 
-def _streams_metadata(data: bytes) -> dict:
+def streams_metadata_value(data: bytes) -> dict:
     out, tags = _flexible_value(data, "StreamsGroupMetadataValue", lambda r: {
         "epoch": r.int(">i", "Epoch"), "metadata_hash": r.int(">q", "MetadataHash"),
         "validated_topology_epoch": co.NO_VALIDATED_TOPOLOGY, "last_assignment_configs": {}})
@@ -249,7 +249,7 @@ def _read_streams_current(r: _Reader) -> dict:
             "warmup_pending_revocation": _task_ids(r, "WarmupTasksPendingRevocation")}
 
 
-def _streams_current(data: bytes) -> dict:
+def streams_current_assignment_value(data: bytes) -> dict:
     return _flexible_value(data, "StreamsGroupCurrentMemberAssignmentValue", _read_streams_current)[0]
 
 
@@ -259,7 +259,7 @@ def _streams_target_member(data: bytes) -> dict:
         "warmup": _task_ids(r, "WarmupTasks")})[0]
 
 
-def _streams_target_metadata(data: bytes) -> tuple[int, int]:
+def streams_target_metadata_value(data: bytes) -> tuple[int, int]:
     epoch, tags = _flexible_value(data, "StreamsGroupTargetAssignmentMetadataValue",
                                   lambda r: r.int(">i", "AssignmentEpoch"))
     return epoch, (_Reader(tags[0]).int(">q", "AssignmentTimestamp") if 0 in tags else 0)
@@ -270,7 +270,7 @@ class StreamsGroupParts:
 
     _MEMBER_RECORDS = {co.STREAMS_MEMBER_METADATA: ("members", _streams_member),
                        co.STREAMS_TARGET_MEMBER: ("target", _streams_target_member),
-                       co.STREAMS_CURRENT_ASSIGNMENT: ("current", _streams_current)}
+                       co.STREAMS_CURRENT_ASSIGNMENT: ("current", streams_current_assignment_value)}
 
     def __init__(self):
         self.metadata: dict | None = None
@@ -283,11 +283,11 @@ class StreamsGroupParts:
     def replay(self, kind: int, key: co._Reader, value: bytes | None) -> None:
         """One record of type `kind` (17, 19-23); `key` read up to the group id."""
         if kind == co.STREAMS_GROUP_METADATA:
-            self.metadata = None if value is None else _streams_metadata(value)
+            self.metadata = None if value is None else streams_metadata_value(value)
         elif kind == co.STREAMS_TOPOLOGY:
             self.topology = None if value is None else _streams_topology(value)
         elif kind == co.STREAMS_TARGET_METADATA:
-            self.target_epoch = None if value is None else _streams_target_metadata(value)
+            self.target_epoch = None if value is None else streams_target_metadata_value(value)
         else:
             field, decode = self._MEMBER_RECORDS[kind]
             member_id = key.str("member")

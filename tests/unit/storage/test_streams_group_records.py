@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from kcoord.analytics.offsets_topic import SKIP_OTHER_RECORD, rows_from_records
+from kcoord.analytics.offsets_topic import rows_from_records
 from kcoord.coordinator.config import offsets_partition_for
 from kcoord.coordinator.offsets.committed import CommittedOffset
 from kcoord.coordinator.records import OffsetCommitRecord, StreamsGroupRecord
@@ -199,11 +199,19 @@ def test_a_malformed_value_names_its_field_and_unknown_types_are_left_alone():
         read_partition(partition, 2000)
 
 
-def test_the_report_skips_streams_records_as_not_classic():
+def test_the_report_reads_streams_records_into_the_groups_story():
+    """`kcoord report --offsets-topic`: a group's epochs, each member's tasks, the members removed
+    and the group deleted; the target assignment and topology records tell no event."""
     skips: dict = {}
     rows = list(rows_from_records([(k, v, 0, co.TOPIC, 1000) for k, v in co.streams_group_records(
         snapshot(), "app", None) + co.streams_group_records(None, "app", snapshot())], skips))
-    assert rows == [] and skips == {SKIP_OTHER_RECORD: 18}
+    assert skips == {}
+    assert [(r["kind"], r["member_id"]) for r in rows] == [
+        ("streams_group_epoch", None), ("streams_assignment_epoch", None),
+        ("streams_member_assignment", "m1"), ("streams_member_assignment", "m2"),
+        ("streams_member_removed", "m1"), ("streams_member_removed", "m2"), ("group_deleted", None)]
+    assert rows[2]["tasks"] == ("active 0_0,0_2,1_1; standby 1_0,1_2; warmup 0_1; "
+                                "revoking active 0_3; standby 1_3; warmup 0_4")
 
 
 def test_a_restart_from_the_data_dir_without_a_clean_shutdown_loads_the_group(tmp_path):
