@@ -32,10 +32,11 @@ PARTITIONS = 6          # tasks 0_0..0_5 (source -> repartition) and 1_0..1_5 (c
 KEYS = 12
 BATCH = 240             # input records per step: 20 more for each key
 
-# Kafka's names; what the broker-side session and heartbeat of every streams group are. A
-# restarted instance must rejoin within the session (20 s), which a JVM on a loaded machine does.
+# Kafka's names; what the broker-side session and heartbeat of every streams group are. Every
+# kill waits out a session (a streams member has no static identity to come back with: a restart
+# is a new member, its old one is fenced when the session ends), so it is short: 10 s.
 STREAMS_GROUP_CONFIG = {
-    "group.streams.session.timeout.ms": "20000",
+    "group.streams.session.timeout.ms": "10000",
     "group.streams.min.session.timeout.ms": "1000",
     "group.streams.heartbeat.interval.ms": "1000",
     "group.streams.min.heartbeat.interval.ms": "500",
