@@ -16,8 +16,6 @@ bumps the group epoch, so the others are given its partitions.
 """
 from __future__ import annotations
 
-import functools
-
 import base64
 import logging
 import uuid
@@ -30,6 +28,7 @@ from kcoord.coordinator.consumer.group import (
 )
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
+from kcoord.coordinator.modern import ModernProtocol
 from kcoord.coordinator.javaorder import RecordPartitions
 from kcoord.coordinator.consumer import regex
 from kcoord.coordinator.consumer.reconciliation import FencedInUnknownState, owned_from_request, reconcile
@@ -44,14 +43,6 @@ log = logging.getLogger("kcoord.coordinator")
 
 # From this ConsumerGroupHeartbeat version on the client makes its own member id (KIP-1082).
 CLIENT_MEMBER_ID_SINCE = 1
-
-
-def _session_key(g: str, m: str) -> str:
-    return f"consumer-session-{g}-{m}"
-
-
-def _rebalance_key(g: str, m: str) -> str:
-    return f"consumer-rebalance-{g}-{m}"
 
 
 def new_member_id() -> str:
@@ -91,9 +82,11 @@ def validate(req: ConsumerHeartbeatRequest, assignors: tuple[str, ...]) -> None:
                                                       f"Supported assignors: {', '.join(assignors)}.")
 
 
-class ConsumerProtocol:
+class ConsumerProtocol(ModernProtocol):
+    kind = "consumer"
+
     def __init__(self, ctx: CoordinatorContext, assignors: Callable[[], Mapping[str, ServerAssignor]]):
-        self.ctx = ctx
+        super().__init__(ctx)
         # Looked up when first needed: the assignors module may not be importable yet in a test.
         self._assignors = assignors
         # Online migration (migration.py), set by the coordinator once the classic side exists.
@@ -434,7 +427,7 @@ class ConsumerProtocol:
             if not after.uses_classic:
                 self._schedule_rebalance_timeout(group, after)
         else:
-            ctx.timer.cancel(_rebalance_key(group.group_id, after.member_id))
+            ctx.timer.cancel(self.rebalance_key(group.group_id, after.member_id))
 
     # ------------------------------------------------------------ regexes
     def _maybe_refresh_regexes(self, group: ConsumerGroup, topics, force: bool) -> None:
@@ -459,34 +452,15 @@ class ConsumerProtocol:
         self._record(group)
 
     # ------------------------------------------------------------------ timers
-    def _schedule_session(self, group: ConsumerGroup, member_id: str, timeout_ms: int | None = None) -> None:
-        """`timeout_ms`: a classic member's own session timeout (online migration)."""
-        group_id = group.group_id
-        key, timeout = _session_key(group_id, member_id), timeout_ms or self.ctx.group_config(group_id).get(
-            "consumer.session.timeout.ms", self.ctx.config.consumer_session_timeout_ms)
-        if not self.ctx.timer.postpone(key, timeout):  # the same callback: only the deadline moves
-            self.ctx.schedule(key, timeout, functools.partial(self._fence_by_timer, group_id, member_id, None,
-                                                              "the member session expired"))
+    def _default_session_timeout_ms(self) -> int:
+        return self.ctx.config.consumer_session_timeout_ms
 
-    def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        group_id, member_id, epoch = group.group_id, member.member_id, member.member_epoch
-        timeout = max(member.rebalance_timeout_ms, 0)
-        self.ctx.schedule(_rebalance_key(group_id, member_id), timeout,
-                          lambda: self._fence_by_timer(group_id, member_id, epoch,
-                                                       f"it failed to transition from epoch {epoch} within "
-                                                       f"{timeout}ms"))
+    def _rebalance_expired(self, epoch: int, timeout_ms: int) -> str:
+        return f"it failed to transition from epoch {epoch} within {timeout_ms}ms"
 
     def _cancel_timers(self, group: ConsumerGroup, member_id: str) -> None:
-        self.ctx.timer.cancel(_session_key(group.group_id, member_id))
-        self.ctx.timer.cancel(_rebalance_key(group.group_id, member_id))
+        super()._cancel_timers(group, member_id)
         self.migration.cancel_timers(group.group_id, member_id)
-
-    def _fence_by_timer(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> None:
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group else None
-        if member is None or (epoch is not None and member.member_epoch != epoch):
-            return  # gone, or it moved on from the epoch it had to leave
-        self._fence(group, member, K.MEMBER_EXPIRED, reason)
 
     def _fence(self, group: ConsumerGroup, member: ConsumerMember, kind: K, reason: str) -> None:
         self.fence_members(group, [member], kind, reason)
@@ -509,15 +483,6 @@ class ConsumerProtocol:
             group.emptied_at_ms = self.ctx.now()
             self.ctx.emit(K.EMPTY, group)
         self._record(group)
-
-    def expire_member_now(self, group_id: str, member_id: str) -> bool:
-        """A fault hook: the member is fenced as if its session had expired."""
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group else None
-        if member is None:
-            return False
-        self._fence(group, member, K.MEMBER_EXPIRED, "expired on request")
-        return True
 
     # =================================================================== leave
     def _leave(self, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
@@ -543,7 +508,7 @@ class ConsumerProtocol:
                 left = replace(member, member_epoch=STATIC_LEAVE_EPOCH, pending_revocation={},
                                assigned={t: {p: 0 for p in ps} for t, ps in member.assigned.items()})
                 group.put(left)
-                self.ctx.timer.cancel(_rebalance_key(group.group_id, member.member_id))
+                self.ctx.timer.cancel(self.rebalance_key(group.group_id, member.member_id))
                 self.ctx.emit(K.MEMBER_LEFT, group, member=left, reason="static member left temporarily")
                 self._record(group)
                 # A leaving member is told no heartbeat interval (0), as Kafka does.
@@ -625,26 +590,15 @@ class ConsumerProtocol:
             return ErrorCode.NONE
         return ErrorCode.ILLEGAL_GENERATION if member.uses_classic else ErrorCode.STALE_MEMBER_EPOCH
 
-    def delete(self, group_id: str) -> ErrorCode:
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        if not group.is_empty():
-            return ErrorCode.NON_EMPTY_GROUP
-        self.ctx.write_offset_tombstones(group_id)
-        group.dead = True
-        self.groups.pop(group_id, None)
-        self.ctx.write(ConsumerGroupRecord(group_id, None))
-        self.ctx.emit(K.DEAD, group)
-        return ErrorCode.NONE
-
     # ============================================================ durable state
-    def _record(self, group: ConsumerGroup) -> None:
-        value = snapshot(group)
-        value["removed_members"] = list(dict.fromkeys(group.removed_since_record))
-        group.removed_since_record.clear()
-        self.ctx.write(ConsumerGroupRecord(group.group_id, value, replaces_classic=group.replaces_classic))
-        group.replaces_classic = False
+    def _snapshot(self, group: ConsumerGroup) -> dict:
+        return snapshot(group)
+
+    def _group_record(self, group_id: str, value: dict | None, group: ConsumerGroup | None = None):
+        replaces = group is not None and group.replaces_classic
+        if group is not None:
+            group.replaces_classic = False
+        return ConsumerGroupRecord(group_id, value, replaces_classic=replaces)
 
     def load(self, value: dict) -> ConsumerGroup:
         """A group read back after a restart: members keep epochs and assignments, and get a fresh

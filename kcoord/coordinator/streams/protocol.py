@@ -21,7 +21,6 @@ source topic regexes (INVALID_REQUEST): so does kcoord.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import struct
@@ -30,6 +29,7 @@ from typing import Mapping
 
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
+from kcoord.coordinator.modern import ModernProtocol
 from kcoord.coordinator.records import StreamsGroupRecord
 from kcoord.coordinator.results import Refused
 from kcoord.coordinator.streams import snapshot as snap
@@ -88,14 +88,6 @@ class StreamsHeartbeatResult:
     endpoint_information_epoch: int = 0
     partitions_by_user_endpoint: list[dict] | None = None
     topics_to_create: dict = field(default_factory=dict)   # name -> TopicInfo, for the broker to create
-
-
-def _session_key(g: str, m: str) -> str:
-    return f"streams-session-{g}-{m}"
-
-
-def _rebalance_key(g: str, m: str) -> str:
-    return f"streams-rebalance-{g}-{m}"
 
 
 def _initial_delay_key(g: str) -> str:
@@ -158,9 +150,12 @@ def _task_ids(tasks: Mapping[str, object]) -> list[dict]:
     return [{"subtopology_id": s, "partitions": sorted(ps)} for s, ps in sorted(tasks.items()) if ps]
 
 
-class StreamsProtocol:
+class StreamsProtocol(ModernProtocol):
+    kind = "streams"
+    session_expired = "the member session expired."
+
     def __init__(self, ctx: CoordinatorContext):
-        self.ctx = ctx
+        super().__init__(ctx)
         self.assignor = StickyTaskAssignor()
 
     @property
@@ -474,7 +469,7 @@ class StreamsProtocol:
                                "warmup": _task_ids(pending.warmup)})
             self._schedule_rebalance_timeout(group, after)
         else:
-            ctx.timer.cancel(_rebalance_key(group.group_id, after.member_id))
+            ctx.timer.cancel(self.rebalance_key(group.group_id, after.member_id))
 
     def _endpoints(self, group: StreamsGroup) -> list[dict]:
         configured = group.configured
@@ -492,32 +487,11 @@ class StreamsProtocol:
         return out
 
     # ------------------------------------------------------------------ timers
-    def _schedule_session(self, group: StreamsGroup, member_id: str) -> None:
-        group_id = group.group_id
-        key, timeout = _session_key(group_id, member_id), self.ctx.group_config(group_id).get(
-            "streams.session.timeout.ms", self.ctx.config.streams_session_timeout_ms)
-        if not self.ctx.timer.postpone(key, timeout):
-            self.ctx.schedule(key, timeout, functools.partial(self._fence_by_timer, group_id, member_id, None,
-                                                              "the member session expired."))
+    def _default_session_timeout_ms(self) -> int:
+        return self.ctx.config.streams_session_timeout_ms
 
-    def _schedule_rebalance_timeout(self, group: StreamsGroup, member: StreamsMember) -> None:
-        group_id, member_id, epoch = group.group_id, member.member_id, member.member_epoch
-        timeout = max(member.rebalance_timeout_ms, 0)
-        self.ctx.schedule(_rebalance_key(group_id, member_id), timeout,
-                          lambda: self._fence_by_timer(group_id, member_id, epoch,
-                                                       f"the member failed to transition out of epoch {epoch} "
-                                                       f"within {timeout}ms."))
-
-    def _cancel_timers(self, group: StreamsGroup, member_id: str) -> None:
-        self.ctx.timer.cancel(_session_key(group.group_id, member_id))
-        self.ctx.timer.cancel(_rebalance_key(group.group_id, member_id))
-
-    def _fence_by_timer(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> None:
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group else None
-        if member is None or (epoch is not None and member.member_epoch != epoch):
-            return
-        self._fence(group, member, K.MEMBER_EXPIRED, reason)
+    def _rebalance_expired(self, epoch: int, timeout_ms: int) -> str:
+        return f"the member failed to transition out of epoch {epoch} within {timeout_ms}ms."
 
     def _fence(self, group: StreamsGroup, member: StreamsMember, kind: K, reason: str) -> None:
         self._cancel_timers(group, member.member_id)
@@ -531,15 +505,6 @@ class StreamsProtocol:
             group.shutdown_requested_by = None
             self.ctx.emit(K.EMPTY, group)
         self._record(group)
-
-    def expire_member_now(self, group_id: str, member_id: str) -> bool:
-        """A fault hook: the member is fenced as if its session had expired."""
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group else None
-        if member is None:
-            return False
-        self._fence(group, member, K.MEMBER_EXPIRED, "expired on request")
-        return True
 
     # =================================================================== leave
     def _leave(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatResult:
@@ -650,25 +615,12 @@ class StreamsProtocol:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return ErrorCode.NONE if epoch == member.member_epoch else ErrorCode.STALE_MEMBER_EPOCH
 
-    def delete(self, group_id: str) -> ErrorCode:
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        if not group.is_empty():
-            return ErrorCode.NON_EMPTY_GROUP
-        self.ctx.write_offset_tombstones(group_id)
-        group.dead = True
-        self.groups.pop(group_id, None)
-        self.ctx.write(StreamsGroupRecord(group_id, None))
-        self.ctx.emit(K.DEAD, group)
-        return ErrorCode.NONE
-
     # ============================================================ durable state
-    def _record(self, group: StreamsGroup) -> None:
-        value = snap.snapshot(group)
-        value["removed_members"] = list(dict.fromkeys(group.removed_since_record))
-        group.removed_since_record.clear()
-        self.ctx.write(StreamsGroupRecord(group.group_id, value))
+    def _snapshot(self, group: StreamsGroup) -> dict:
+        return snap.snapshot(group)
+
+    def _group_record(self, group_id: str, value: dict | None, group: StreamsGroup | None = None):
+        return StreamsGroupRecord(group_id, value)
 
     def load(self, value: dict) -> StreamsGroup:
         """A group read back after a restart: members keep epochs and assignments and get a fresh

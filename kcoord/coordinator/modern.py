@@ -1,0 +1,107 @@
+"""What the consumer (KIP-848) and streams (KIP-1071) group protocols share, as Kafka's
+modern/ groups share it: each member's session and rebalance timers, fencing when one fires,
+the fault hook that fences at once, deleting an empty group, and writing the group whole.
+
+A subclass names its group type (`kind`: the timers' keys, the per-group config prefix), its
+session timeout's broker default, its record type and its snapshot, and says how a member is
+fenced (`_fence`)."""
+from __future__ import annotations
+
+import functools
+
+from kcoord.coordinator.context import CoordinatorContext
+from kcoord.coordinator.events import EventKind as K
+from wire.errors import ErrorCode
+
+
+class ModernProtocol:
+    kind = ""                 # "consumer" or "streams"
+    session_expired = "the member session expired"
+
+    def __init__(self, ctx: CoordinatorContext):
+        self.ctx = ctx
+
+    @property
+    def groups(self) -> dict:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------- what a type says
+    def _default_session_timeout_ms(self) -> int:
+        raise NotImplementedError
+
+    def _rebalance_expired(self, epoch: int, timeout_ms: int) -> str:
+        raise NotImplementedError
+
+    def _fence(self, group, member, kind: K, reason: str) -> None:
+        raise NotImplementedError
+
+    def _snapshot(self, group) -> dict:
+        raise NotImplementedError
+
+    def _group_record(self, group_id: str, value: dict | None, group=None):
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ timers
+    def session_key(self, group_id: str, member_id: str) -> str:
+        return f"{self.kind}-session-{group_id}-{member_id}"
+
+    def rebalance_key(self, group_id: str, member_id: str) -> str:
+        return f"{self.kind}-rebalance-{group_id}-{member_id}"
+
+    def _schedule_session(self, group, member_id: str, timeout_ms: int | None = None) -> None:
+        """`timeout_ms`: the member's own (a classic member of a consumer group); else the
+        group's config, else the broker's."""
+        group_id = group.group_id
+        key = self.session_key(group_id, member_id)
+        timeout = timeout_ms or self.ctx.group_config(group_id).get(f"{self.kind}.session.timeout.ms",
+                                                                      self._default_session_timeout_ms())
+        if not self.ctx.timer.postpone(key, timeout):  # the same callback: only the deadline moves
+            self.ctx.schedule(key, timeout, functools.partial(self._fence_by_timer, group_id, member_id, None,
+                                                              self.session_expired))
+
+    def _schedule_rebalance_timeout(self, group, member) -> None:
+        group_id, member_id, epoch = group.group_id, member.member_id, member.member_epoch
+        timeout = max(member.rebalance_timeout_ms, 0)
+        self.ctx.schedule(self.rebalance_key(group_id, member_id), timeout,
+                          lambda: self._fence_by_timer(group_id, member_id, epoch,
+                                                       self._rebalance_expired(epoch, timeout)))
+
+    def _cancel_timers(self, group, member_id: str) -> None:
+        self.ctx.timer.cancel(self.session_key(group.group_id, member_id))
+        self.ctx.timer.cancel(self.rebalance_key(group.group_id, member_id))
+
+    def _fence_by_timer(self, group_id: str, member_id: str, epoch: int | None, reason: str) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group else None
+        if member is None or (epoch is not None and member.member_epoch != epoch):
+            return  # gone, or it moved on from the epoch it had to leave
+        self._fence(group, member, K.MEMBER_EXPIRED, reason)
+
+    def expire_member_now(self, group_id: str, member_id: str) -> bool:
+        """A fault hook: the member is fenced as if its session had expired."""
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group else None
+        if member is None:
+            return False
+        self._fence(group, member, K.MEMBER_EXPIRED, "expired on request")
+        return True
+
+    # ------------------------------------------------------------ admin, records
+    def delete(self, group_id: str) -> ErrorCode:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if not group.is_empty():
+            return ErrorCode.NON_EMPTY_GROUP
+        self.ctx.write_offset_tombstones(group_id)
+        group.dead = True
+        self.groups.pop(group_id, None)
+        self.ctx.write(self._group_record(group_id, None))
+        self.ctx.emit(K.DEAD, group)
+        return ErrorCode.NONE
+
+    def _record(self, group) -> None:
+        value = self._snapshot(group)
+        value["removed_members"] = list(dict.fromkeys(group.removed_since_record))
+        group.removed_since_record.clear()
+        self.ctx.write(self._group_record(group.group_id, value, group))
