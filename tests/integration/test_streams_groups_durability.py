@@ -68,9 +68,10 @@ def _app(bootstrap: str, prefix: str, tmp_path, app_id: str | None = None, confi
 
 def test_a_streams_group_comes_back_as_it_was_after_kill_9_of_kcoord(tmp_path):
     """kill -9 of `kcoord serve --data-dir` under two running instances, started again at once:
-    the restarted server reads the group back from its __consumer_offsets, members and epochs
-    as they were; each instance's next heartbeat (within its 10 s session) is that of a member it
-    knows, so nothing rebalances and no task moves."""
+    the restarted server reads the group back from its __consumer_offsets, members and epochs as
+    they were, each member with a fresh 10 s session from the load (as Kafka's coordinator gives
+    one to every member it loads); each instance's next heartbeat is that of a member it knows at
+    its epoch, so nothing rebalances and no task moves."""
     port = free_port()
     bootstrap = f"127.0.0.1:{port}"
     extra = [arg for name, value in BROKER_CONFIG.items() for arg in ("--config", f"{name}={value}")]
@@ -104,7 +105,12 @@ def test_a_streams_group_rides_through_a_kill_of_its_coordinators_broker(tmp_pat
     killed (kill -9: fenced after its broker session). Every topic, the internal ones too
     (replication.factor=3), has a replica on the other two. The group's new coordinator loads it
     from the replicated __consumer_offsets; the instances find it and heartbeat on at the epochs
-    they had."""
+    they had: not even the one more group epoch a rejoin would bring. Unlike a Connect worker (the
+    classic protocol, test_coordinator_failover.py), Kafka Streams' streams heartbeat answered
+    NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, or lost with its broker, only looks the
+    coordinator up again and retries with its member id and epoch; it rejoins only when fenced
+    (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH), which a coordinator that loaded the group never
+    answers a member of it. So the group's describe must be the same before and after, exactly."""
     victim = 0
     with KcoordCluster(kafka_config=BROKER_CONFIG) as cluster:
         [app_id] = cluster.groups_on(victim, 1, f"kf-app-{uuid.uuid4().hex[:6]}")
