@@ -78,6 +78,9 @@ ESTIMATES = {
     "tests/integration/test_group_scenarios.py::test_sixteen_members[java": 54,
     "tests/integration/test_streams_groups.py::test_classic_streams_app_static_restart_and_kill[kcoord]": 40,
     "tests/integration/test_streams_eos.py::test_exactly_once_v2_counts_survive_a_killed_instance[kcoord]": 30,
+    # kcoord only, no JVM shared: two Kafka Streams JVMs each on a kcoord of its own (~22 s and ~30 s serially, 2026-11-26)
+    "tests/integration/test_streams_groups_durability.py::test_a_streams_group_comes_back_as_it_was_after_kill_9": 40,
+    "tests/integration/test_streams_groups_durability.py::test_a_streams_group_rides_through_a_kill_of_its_coord": 50,
     "tests/integration/test_reference_kafka.py::test_an_": 48,  # start and stop brokers of their own
     "tests/integration/test_durable_state.py::test_kill_9_twenty_times": 37,
     "tests/integration/test_group_scenarios.py::test_duplicate_instance_id_fences_the_older_member[java": 30,

@@ -111,13 +111,16 @@ class KcoordCluster(_Cluster):
 
     kind = "kcoord"
 
-    def __init__(self, size: int = 3, **settings):
+    def __init__(self, size: int = 3, kafka_config: dict | None = None, **settings):
+        """`settings`: ServerConfig fields; `kafka_config`: Kafka config names (the dict a
+        reference Kafka is started with), set over them."""
+        from kcoord.testing.plugin import with_kafka_config
         from kcoord.testing.server_thread import ServerThread
 
         self.size = size
         settings = {"listen_port": 0, "initial_rebalance_delay_ms": 0, "group_min_session_timeout_ms": 1000,
                     **settings}
-        self.thread = ServerThread(ServerConfig(brokers=size, **settings))
+        self.thread = ServerThread(with_kafka_config(ServerConfig(brokers=size, **settings), kafka_config))
 
     def __enter__(self) -> "KcoordCluster":
         self.thread.start()

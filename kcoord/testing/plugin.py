@@ -250,16 +250,24 @@ def start_server(manual_clock: bool = False, kafka_config: dict | None = None, *
     that only moves with KcoordHandle.advance(ms). `kafka_config` takes Kafka config names
     (server.properties keys, as `--config K=V` does; the same dict can configure a
     ReferenceKafka): names kcoord does not model are logged and ignored, as at start-up."""
-    from kcoord import broker_config
     from kcoord.coordinator.clock import ManualTimer
     from kcoord.testing.server_thread import ServerThread
 
-    cfg = ServerConfig(**{"listen_port": 0, "initial_rebalance_delay_ms": 0, **config})
+    cfg = with_kafka_config(ServerConfig(**{"listen_port": 0, "initial_rebalance_delay_ms": 0, **config}),
+                            kafka_config)
+    return ServerThread(cfg, clock=ManualTimer() if manual_clock else None).start()
+
+
+def with_kafka_config(cfg: ServerConfig, kafka_config: dict | None) -> ServerConfig:
+    """`cfg` with Kafka config names (server.properties keys) set, as `--config K=V` sets them;
+    names kcoord does not model are logged and ignored, as at start-up."""
+    from kcoord import broker_config
+
     if kafka_config:
         resolved = broker_config.resolve({k: str(v) for k, v in kafka_config.items()})
         broker_config.log_warnings(resolved)
         broker_config.apply(cfg, resolved)
-    return ServerThread(cfg, clock=ManualTimer() if manual_clock else None).start()
+    return cfg
 
 
 async def _on_loop(fn):

@@ -315,13 +315,13 @@ def test_kcoord_restarted_under_a_connect_cluster(tmp_path, how):
     from kcoord.cli.groups import connect_rows
     from kcoord.protocol_client import Admin
     from kcoord.testing.reference_kafka import free_port
-    from tests.integration.test_durable_state import _serve, stop_server
+    from kcoord.testing.serve_process import serve, stop_server
 
     port = free_port()
     bootstrap = f"127.0.0.1:{port}"
     data = tmp_path / "data"
     log = open(tmp_path / "kcoord.log", "w")
-    server = _serve(data, port, log=log)
+    server = serve(data, port, log=log)
     try:
         with ConnectCluster(bootstrap, protocol="sessioned", session_timeout_ms=SESSION_MS,
                             max_delay_ms=MAX_DELAY_MS, workdir=tmp_path / "connect") as cluster:
@@ -331,7 +331,7 @@ def test_kcoord_restarted_under_a_connect_cluster(tmp_path, how):
             while time.monotonic() - down < 3:   # the workers run on without a coordinator
                 _disjoint(cluster)
                 time.sleep(0.5)
-            server = _serve(data, port, log=log)
+            server = serve(data, port, log=log)
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:  # the group finds its coordinator again
                 _disjoint(cluster)

@@ -111,10 +111,10 @@ def test_a_client_that_never_reads_its_answers_cannot_grow_the_server(tmp_path):
 
     from kcoord.testing.reference_kafka import free_port
     from tests.fuzz.test_live_fuzz import rss_mib
-    from tests.integration.test_durable_state import _serve
+    from kcoord.testing.serve_process import serve
 
     port = free_port()
-    proc = _serve(tmp_path, port, log=subprocess.DEVNULL)
+    proc = serve(tmp_path, port, log=subprocess.DEVNULL)
     try:
         before = rss_mib(proc.pid)
         with socket.create_connection(("127.0.0.1", port)) as sock:

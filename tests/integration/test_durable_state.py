@@ -1,7 +1,5 @@
 """Durable state under --data-dir: restarts, SIGKILLs and damaged logs lose no acknowledged write."""
 import json
-import os
-import resource
 import signal
 import subprocess
 import sys
@@ -16,27 +14,11 @@ import pytest
 from kcoord.storage.record_log import frame
 from kcoord.testing.plugin import start_server
 from kcoord.testing.reference_kafka import free_port
+from kcoord.testing.serve_process import serve
 from tests.integration.test_broker_surface import Raw
 from wire.records import build_batch
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def stop_server(proc, sig, log_path, timeout: float = 30.0) -> None:
-    """Send `sig` to a `kcoord serve` process and wait for it to end; one that does not end in
-    `timeout` is asked for its threads' stacks (SIGUSR1: kcoord serve registers faulthandler)
-    and killed, and the failure shows where it was waiting, from its log."""
-    proc.send_signal(sig)
-    try:
-        proc.wait(timeout)
-        return
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGUSR1)
-        time.sleep(1)
-        proc.kill()
-        proc.wait(10)
-    tail = Path(log_path).read_text(errors="replace")[-6000:]
-    raise AssertionError(f"kcoord did not end within {timeout}s of signal {sig}; its log ends:\n{tail}")
 
 
 def _commit(raw, group, offsets, member="", generation=-1, instance=None):
@@ -272,31 +254,9 @@ async def _compact(storage):
     storage.compact()
 
 
-def _serve(data_dir, port, http_port=None, extra=(), log=None, max_file_bytes=None):
-    args = [sys.executable, "-m", "kcoord", "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir),
-            "--initial-rebalance-delay-ms", "0", *extra]
-    if http_port:
-        args += ["--http", f"127.0.0.1:{http_port}"]
-
-    def limit_file_size():
-        # A full disk, as the kernel reports it to one process: writes past the limit fail
-        # with EFBIG (Python ignores SIGXFSZ, so the server gets the OSError).
-        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
-
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE if log is None else log,
-                            text=True, cwd=ROOT, preexec_fn=limit_file_size if max_file_bytes else None,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    line = proc.stdout.readline()
-    if not line.startswith("kcoord listening"):
-        proc.kill()
-        raise AssertionError(f"kcoord serve did not start: {line!r} "
-                             f"{proc.communicate(timeout=10)[1] if log is None else ''}")
-    return proc
-
-
 def test_a_torn_or_garbled_tail_is_truncated_with_a_warning_and_earlier_commits_kept(tmp_path):
     port = free_port()
-    proc = _serve(tmp_path, port)
+    proc = serve(tmp_path, port)
     try:
         raw = Raw(f"127.0.0.1:{port}")
         raw.call(3, 9, {"topics": [{"name": "t"}], "allow_auto_topic_creation": True})
@@ -310,7 +270,7 @@ def test_a_torn_or_garbled_tail_is_truncated_with_a_warning_and_earlier_commits_
     for damage in (frame(b"O" + b'{"g":"g"')[:-3],                   # torn: cut mid-record
                    b"\x00\x00\x00\x05\xde\xad\xbe\xefjunk!"):       # garbled: wrong checksum
         log.write_bytes(intact + damage)
-        proc = _serve(tmp_path, port)
+        proc = serve(tmp_path, port)
         try:
             assert _fetch(Raw(f"127.0.0.1:{port}"), "g") == {("t", 0): 10}
         finally:
@@ -356,7 +316,7 @@ def test_a_failure_of_any_kind_while_recording_is_never_acknowledged(tmp_path):
 def test_a_failed_disk_write_is_never_acknowledged(tmp_path):
     port, http_port = free_port(), free_port()
     limit = 16 * 1024
-    proc = _serve(tmp_path, port, http_port, extra=["--journal", "none", "--fsync", "always"],
+    proc = serve(tmp_path, port, http_port, extra=["--journal", "none", "--fsync", "always"],
                   max_file_bytes=limit)
     try:
         raw = Raw(f"127.0.0.1:{port}")
@@ -388,7 +348,7 @@ def test_a_failed_disk_write_is_never_acknowledged(tmp_path):
     assert "COORDINATOR_NOT_AVAILABLE until a restart" in err
     assert (tmp_path / "state.log").stat().st_size <= limit
     # With room on the disk again, a restart has every acknowledged commit and no torn record.
-    proc = _serve(tmp_path, port, http_port)
+    proc = serve(tmp_path, port, http_port)
     try:
         raw = Raw(f"127.0.0.1:{port}")
         assert _fetch(raw, "g") == {("t", 0): acknowledged}
@@ -425,7 +385,7 @@ def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_nev
     # The server's and the committers' logs, kept for a failure's diagnosis (the server's says
     # why any rebalance happened; a committer's why it went quiet).
     server_log = open(tmp_path / "server.log", "a")
-    servers = [_serve(tmp_path, port, http_port, log=server_log)]
+    servers = [serve(tmp_path, port, http_port, log=server_log)]
     raw = Raw(f"127.0.0.1:{port}")
     raw.call(19, 4, {"topics": [{"name": "k9", "num_partitions": 8, "replication_factor": 1, "assignments": [],
                                  "configs": []}], "timeout_ms": 5000, "validate_only": False})
@@ -477,7 +437,7 @@ def test_kill_9_twenty_times_loses_no_acknowledged_commit_and_static_members_nev
                       30, "a commit acknowledged since the last restart")
                 servers[-1].kill()
                 servers[-1].wait(10)
-                servers.append(_serve(tmp_path, port, http_port, log=server_log))
+                servers.append(serve(tmp_path, port, http_port, log=server_log))
             _wait(lambda: len(acked) == 8, 30, "commits for all 8 partitions")
             after = _group(http_port, "k9")
             assert (after["state"], after["generation"], len(after["members"])) == ("Stable", generation, 4), \
@@ -575,7 +535,7 @@ def test_a_three_broker_kcoord_killed_comes_back_with_its_leaders_epochs_and_gro
     bootstrap = ",".join(f"127.0.0.1:{port + i}" for i in range(3))
     extra = ("--brokers", "3")
     log = open(tmp_path / "server.log", "a")
-    server = _serve(tmp_path / "data", port, http_port, extra=extra, log=log)
+    server = serve(tmp_path / "data", port, http_port, extra=extra, log=log)
     groups = [f"g{i}" for i in range(12)]
     try:
         raw = Raw(bootstrap)
@@ -600,7 +560,7 @@ def test_a_three_broker_kcoord_killed_comes_back_with_its_leaders_epochs_and_gro
     finally:
         server.kill()
         server.wait(10)
-    server = _serve(tmp_path / "data", port, http_port, extra=extra, log=log)
+    server = serve(tmp_path / "data", port, http_port, extra=extra, log=log)
     try:
         raw = Raw(bootstrap)
         after = _metadata(raw, "t")

@@ -274,12 +274,12 @@ def test_coordinator_restart_under_consumers(tmp_path, tools, how):
     every acked record is consumed and commits never go back: what Kafka's system tests
     check across a broker bounce."""
     from kcoord.testing.reference_kafka import free_port
-    from tests.integration.test_durable_state import _serve, stop_server
+    from kcoord.testing.serve_process import serve, stop_server
 
     port = free_port()
     b = f"127.0.0.1:{port}"
     log = open(tmp_path / "kcoord.log", "w")  # read by no one while it runs: a pipe could fill up
-    server = _serve(tmp_path / "data", port, log=log)
+    server = serve(tmp_path / "data", port, log=log)
     try:
         topic, group = _names(f"restart-{how}")
         create_topic(b, topic, PARTITIONS)
@@ -292,7 +292,7 @@ def test_coordinator_restart_under_consumers(tmp_path, tools, how):
         wait_assigned(live, PARTITIONS)
         producer.wait_acked(RECORDS // 4)
         stop_server(server, signal.SIGTERM if how == "sigterm" else signal.SIGKILL, tmp_path / "kcoord.log")
-        server = _serve(tmp_path / "data", port, log=log)
+        server = serve(tmp_path / "data", port, log=log)
         producer.wait_done(90)
         errors = [e for e in producer.events if e.get("name") == "producer_send_error"]
         assert not errors and len(producer.acked) == RECORDS, [(e.get("exception"), e.get("message")) for e in errors[:3]]

@@ -5,7 +5,6 @@ aborts it at its timeout; a new producer with the same id fences and aborts it a
 Transactional offset commits pending at the kill stay pending, then go with their transaction."""
 from __future__ import annotations
 
-import signal
 import time
 import uuid
 
@@ -15,7 +14,7 @@ from kafka.structs import OffsetAndMetadata
 from kcoord.protocol_client import Connection
 from kcoord.testing.brokers import create_topic, end_offsets
 from kcoord.testing.reference_kafka import free_port
-from tests.integration.test_durable_state import _serve
+from kcoord.testing.serve_process import kill, serve
 
 TIMEOUT_MS = 4000
 
@@ -46,11 +45,6 @@ def _pending_offsets(bootstrap: str, group: str, topic: str) -> list[int]:
     return [p.error_code for p in answer.groups[0].topics[0].partitions]
 
 
-def _kill(server) -> None:
-    server.send_signal(signal.SIGKILL)
-    server.wait(10)
-
-
 def _wait_stable(bootstrap: str, topic: str, timeout: float = 30) -> None:
     """Until no transaction holds the last stable offset back (every marker written)."""
     deadline = time.monotonic() + timeout
@@ -63,7 +57,7 @@ def test_kill_9_keeps_committed_transactions_and_never_shows_a_half_one(tmp_path
     port = free_port()
     bootstrap = f"127.0.0.1:{port}"
     extra = ("--config", "transaction.abort.timed.out.transaction.cleanup.interval.ms=500")
-    server = _serve(tmp_path, port, extra=extra)
+    server = serve(tmp_path, port, extra=extra)
     topic, group = f"d-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
     try:
         create_topic(bootstrap, topic, 2)
@@ -89,11 +83,11 @@ def test_kill_9_keeps_committed_transactions_and_never_shows_a_half_one(tmp_path
         committed = [f"c{n}-{p}" for n in range(3) for p in range(2)]
         assert _read_committed(bootstrap, topic) == committed
         stable_before = _last_stable(bootstrap, topic)
-        _kill(server)
+        kill(server)
         committer.close(timeout=0)
         hanging.close(timeout=0)
 
-        server = _serve(tmp_path, port, extra=extra)
+        server = serve(tmp_path, port, extra=extra)
         # Every committed record, none of the aborted or open ones; the LSO where it was, the
         # group's offset still pending.
         assert _read_committed(bootstrap, topic) == committed
@@ -122,9 +116,9 @@ def test_kill_9_keeps_committed_transactions_and_never_shows_a_half_one(tmp_path
         again.commit_transaction()
         again.begin_transaction()
         again.send(topic, b"timed-out-0", partition=0).get(10)
-        _kill(server)
+        kill(server)
         again.close(timeout=0)
-        server = _serve(tmp_path, port, extra=extra)
+        server = serve(tmp_path, port, extra=extra)
         _wait_stable(bootstrap, topic)
         assert _read_committed(bootstrap, topic) == sorted(committed + ["after-0"])
     finally:
