@@ -4,9 +4,10 @@ from kcoord.api import NO_AUTHORIZED_OPERATIONS, ApiDescriptor, ApiKey, GroupAcl
 
 async def streams_group_describe(ctx, req):
     groups = []
+    # A group Kafka cannot describe keeps the schema's defaults: epochs 0, state "".
     for group_id in req.group_ids:
         d = ctx.broker.coordinator.for_group(group_id).streams_group_describe(group_id)
-        groups.append({"group_state": "", "group_epoch": -1, "assignment_epoch": -1, "topology": None,
+        groups.append({"group_state": "", "group_epoch": 0, "assignment_epoch": 0, "topology": None,
                        "members": [], "error_message": None, **d,
                        "authorized_operations": NO_AUTHORIZED_OPERATIONS})
     return {"throttle_time_ms": 0, "groups": groups}
@@ -14,7 +15,7 @@ async def streams_group_describe(ctx, req):
 
 _GROUPS = GroupBatch("group_ids", lambda g: g, "groups",
                      lambda group_id, code: {"group_id": group_id, "error_code": code, "group_state": "",
-                                             "group_epoch": -1, "assignment_epoch": -1, "topology": None,
+                                             "group_epoch": 0, "assignment_epoch": 0, "topology": None,
                                              "members": [], "authorized_operations": NO_AUTHORIZED_OPERATIONS})
 
 DESCRIPTOR = ApiDescriptor(

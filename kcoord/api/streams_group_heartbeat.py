@@ -64,14 +64,15 @@ async def streams_group_heartbeat(ctx, req):
         shutdown_application=req.get("shutdown_application", False),
         # As Kafka prints an InetAddress: "/127.0.0.1".
         client_id=ctx.client_id or "", client_host="/" + ctx.client_host))
-    status = None if result.status is None else [list(s) for s in result.status]
+    # Kafka's answers always carry a status list (the schema's default is empty, not null).
+    status = [list(s) for s in result.status or []]
     if result.topics_to_create:
-        status = _create_internal_topics(ctx, result.topics_to_create, status if status is not None else [])
+        status = _create_internal_topics(ctx, result.topics_to_create, status)
     return {"throttle_time_ms": 0, "error_code": result.error, "error_message": result.message,
             "member_id": result.member_id, "member_epoch": result.member_epoch,
             "heartbeat_interval_ms": result.heartbeat_interval_ms, "acceptable_recovery_lag": 0,
             "task_offset_interval_ms": 0,
-            "status": None if status is None else [{"status_code": c, "status_detail": d} for c, d in status],
+            "status": [{"status_code": c, "status_detail": d} for c, d in status],
             "active_tasks": result.active_tasks, "standby_tasks": result.standby_tasks,
             "warmup_tasks": result.warmup_tasks, "endpoint_information_epoch": result.endpoint_information_epoch,
             "partitions_by_user_endpoint": result.partitions_by_user_endpoint}
@@ -104,9 +105,10 @@ def _create_internal_topics(ctx, topics: dict, status: list) -> list:
 
 
 def _failed(version, body, code, message=None):
-    return {"error_code": code, "error_message": message, "member_id": body.get("member_id") or "",
+    # As Kafka's error answers: the error and nothing of the member's (not even its id).
+    return {"error_code": code, "error_message": message, "member_id": "",
             "member_epoch": 0, "heartbeat_interval_ms": 0, "acceptable_recovery_lag": 0,
-            "task_offset_interval_ms": 0, "status": None, "active_tasks": None, "standby_tasks": None,
+            "task_offset_interval_ms": 0, "status": [], "active_tasks": None, "standby_tasks": None,
             "warmup_tasks": None, "endpoint_information_epoch": 0, "partitions_by_user_endpoint": None}
 
 

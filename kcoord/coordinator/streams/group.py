@@ -133,8 +133,6 @@ class StreamsGroup:
     # the initial rebalance delay holds back is at epoch 1 meanwhile.
     assignment_epoch: int = 1
     assignment_timestamp_ms: int = 0
-    metadata_refresh_deadline_ms: int = 0
-    metadata_refresh_epoch: int = -1
     endpoint_information_epoch: int = 0
     shutdown_requested_by: str | None = None
     emptied_at_ms: int | None = None
@@ -203,9 +201,6 @@ class StreamsGroup:
 
     def is_in(self, *states) -> bool:
         return self.state in states
-
-    def has_metadata_expired(self, now_ms: int) -> bool:
-        return now_ms >= self.metadata_refresh_deadline_ms or self.group_epoch < self.metadata_refresh_epoch
 
     def source_topics(self) -> set[str]:
         """The topics its offsets are about, while it has members (retention: Kafka's

@@ -46,8 +46,6 @@ log = logging.getLogger("kcoord.coordinator")
 # Kafka's StreamsGroupHeartbeatResponse.Status codes.
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS = 0, 1, 2
 MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = 3, 4, 5
-# How long a configured topology is trusted before the topics' metadata is looked at again.
-METADATA_REFRESH_INTERVAL_MS = 10_000
 
 
 @dataclass
@@ -277,19 +275,20 @@ class StreamsProtocol(ModernProtocol):
                                            f"group's topology epoch {topology.epoch}."))
 
         # 3. the topology configured against the topics
-        now = ctx.now()
         reconfigure = group.configured is None or group.configured.epoch != topology.epoch
-        metadata_hash = group.metadata_hash
-        if reconfigure or group.has_metadata_expired(now):
-            topics = self._topics()
-            metadata_hash = _metadata_hash(topology, topics)
-            if metadata_hash != group.metadata_hash:
-                bump = reconfigure = True
-            if reconfigure:
-                try:
-                    group.configured = configure(topology, {n: count for n, (_, count) in topics.items()})
-                except TopologyRejected as err:
-                    raise Refused(err.error, err.message) from None
+        # Kafka looks at the topics again when its metadata image says one the topology needs was
+        # created, changed or deleted (onMetadataUpdate asks the groups needing it to refresh),
+        # so the heartbeat after a source topic appears already sees it. kcoord's topics tell no
+        # one: it hashes them on every heartbeat, which moves exactly when Kafka's refresh would.
+        topics = self._topics()
+        metadata_hash = _metadata_hash(topology, topics)
+        if metadata_hash != group.metadata_hash:
+            bump = reconfigure = True
+        if reconfigure:
+            try:
+                group.configured = configure(topology, {n: count for n, (_, count) in topics.items()})
+            except TopologyRejected as err:
+                raise Refused(err.error, err.message) from None
         configured = group.configured
         validated = -1
         if configured.is_ready():
@@ -305,8 +304,6 @@ class StreamsProtocol(ModernProtocol):
             group.group_epoch += 1
             group.metadata_hash, group.validated_topology_epoch = metadata_hash, validated
             group.last_assignment_configs = configs
-            group.metadata_refresh_deadline_ms = now + METADATA_REFRESH_INTERVAL_MS
-            group.metadata_refresh_epoch = group.group_epoch
             ctx.emit(K.GROUP_EPOCH_BUMPED, group, member=updated, reason="member or topology changed",
                      group_epoch=group.group_epoch)
         delay = ctx.group_config(group.group_id).get("streams.initial.rebalance.delay.ms",
