@@ -14,7 +14,8 @@ decoded); connections are paired by (client id, order of their first coordinator
 request). Timing noise does not count: consecutive repeats collapse, and a run of
 Heartbeat/OffsetCommit exchanges (periodic, so their number and interleaving depend on
 timing) is compared as the set of its distinct exchanges, and so are a connection's
-ConsumerGroupHeartbeats, leaving out keep-alives that change nothing. Other APIs (Metadata, Fetch,
+ConsumerGroupHeartbeats and its StreamsGroupHeartbeats, leaving out keep-alives that change
+nothing. Streams members' process ids are renamed p1, p2, ... as member ids are. Other APIs (Metadata, Fetch,
 ListOffsets polls, ...) are compared as the set of (api, version) used.
 
 When the strict comparison differs, a loose one is tried that ignores which member
@@ -37,9 +38,17 @@ from wire import codec
 FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH_OFFSETS = 10, 11, 14, 12, 13, 8, 9
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS = 15, 16, 42, 18
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
+STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
 GROUP_APIS = frozenset({FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH_OFFSETS,
                         DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS,
-                        CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE})
+                        CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE,
+                        STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE})
+# The modern protocols' heartbeats: a member heartbeats on a timer, so they compare as the set of
+# states a connection went through (see _collapse).
+MEMBER_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat")
+# Kafka's ASSIGNMENT_DELAYED status while group.streams.assignment.interval.ms holds the next
+# target assignment back (see _streams_keep_alives).
+INTERVAL_DELAY = {"status_code": 5, "status_detail": "Assignment delayed due to the configured assignment interval."}
 
 NOISE_KEYS = frozenset({"throttle_time_ms", "cluster_id", "controller_id", "node_id", "host", "port",
                         "leader_id", "topic_id", "error_message", "session_id", "correlation_id"})
@@ -47,7 +56,10 @@ CHECK_NAME = re.compile(r"kcoord-check-([A-Za-z0-9]+)-[0-9a-f]{8}")
 PARTITIONS = "<partitions>"
 
 
-def _is_noise(key: str) -> bool:
+def _is_noise(key: str, path: str = "") -> bool:
+    # A streams member's user endpoint is the client's own (host, port), the same on both brokers.
+    if path.endswith("user_endpoint"):
+        return False
     return key in NOISE_KEYS or key.endswith("timestamp") or key.endswith("time_ms")
 
 
@@ -111,23 +123,27 @@ def _decode_consumer_fields(exchanges: list[dict]) -> None:
 
 
 # ------------------------------------------------------------------ identities
-def _member_ids(exchanges: list[dict]) -> list[str]:
-    """Member ids the broker handed out or reported, in order of first appearance."""
+def _member_ids(exchanges: list[dict]) -> tuple[list[str], list[str]]:
+    """Member ids the broker handed out or reported, and streams members' process ids (a
+    Kafka Streams client makes a random one), each in order of first appearance."""
     seen: dict[str, None] = {}
+    processes: dict[str, None] = {}
 
-    def add(v):
+    def add(v, into=seen):
         if isinstance(v, str) and v:
-            seen.setdefault(v, None)
+            into.setdefault(v, None)
 
     for ex in exchanges:
         resp, key = ex.get("response") or {}, ex.get("api_key")
-        if key == CONSUMER_GROUP_HEARTBEAT:  # from v1 the member makes its own id
+        if key in (CONSUMER_GROUP_HEARTBEAT, STREAMS_GROUP_HEARTBEAT):  # the member makes its own id
             add((ex.get("request") or {}).get("member_id"))
             add(resp.get("member_id"))
-        elif key == CONSUMER_GROUP_DESCRIBE:
+            add((ex.get("request") or {}).get("process_id"), processes)
+        elif key in (CONSUMER_GROUP_DESCRIBE, STREAMS_GROUP_DESCRIBE):
             for g in resp.get("groups") or []:
                 for m in g.get("members") or []:
                     add(m.get("member_id"))
+                    add(m.get("process_id"), processes)
         elif key == JOIN:
             add(resp.get("member_id"))
             add(resp.get("leader"))
@@ -137,13 +153,15 @@ def _member_ids(exchanges: list[dict]) -> list[str]:
             for g in resp.get("groups") or []:
                 for m in g.get("members") or []:
                     add(m.get("member_id"))
-    return list(seen)
+    return list(seen), list(processes)
 
 
 class _Renamer:
     def __init__(self, exchanges: list[dict]):
-        ids = _member_ids(exchanges)
+        ids, processes = _member_ids(exchanges)
         self.members = {m: f"m{i}" for i, m in enumerate(ids, 1)}
+        self.members.update({p: f"p{i}" for i, p in enumerate(processes, 1) if p not in self.members})
+        ids = list(self.members)
         self._ids = re.compile("|".join(re.escape(m) for m in sorted(ids, key=len, reverse=True))) if ids else None
         self.names: dict[str, str] = {}
 
@@ -167,7 +185,7 @@ def _clean(value, renamer: _Renamer, loose: bool, path: str = ""):
             return value
         out = {}
         for k, v in value.items():
-            if _is_noise(k):
+            if _is_noise(k, path):
                 continue
             out[k] = _clean(v, renamer, loose, f"{path}.{k}")
         if loose:
@@ -183,6 +201,9 @@ def _clean(value, renamer: _Renamer, loose: bool, path: str = ""):
         if items and all(isinstance(i, (int, str)) and not isinstance(i, bool) for i in items):
             items.sort(key=lambda i: (str(type(i)), i))  # partition and group id lists: client set order
         elif items and all(isinstance(i, dict) and "member_id" in i for i in items):
+            items.sort(key=lambda i: json.dumps(i, sort_keys=True))
+        elif items and all(isinstance(i, dict) and "user_endpoint" in i for i in items):
+            # A streams group's partitions by endpoint: Kafka walks its members' map (hash order).
             items.sort(key=lambda i: json.dumps(i, sort_keys=True))
         elif items and all(isinstance(i, dict) and "group_id" in i for i in items):
             items.sort(key=lambda i: json.dumps(i, sort_keys=True))
@@ -294,9 +315,12 @@ def _collapse(items: list[dict]) -> list[dict]:
     # keep-alive that says nothing new (the member's own epoch back, no assignment, and it
     # reported no partitions): whether the timer fired once more between two changes (the
     # other member's leave, say) is timing too. A change answered late or wrongly still shows
-    # as the exchange that carries it.
-    heartbeats = {json.dumps(i, sort_keys=True): i for i in items
-                  if i["api"] == "ConsumerGroupHeartbeat" and not _keep_alive(i)}
+    # as the exchange that carries it. StreamsGroupHeartbeats likewise (_streams_keep_alives).
+    alive = _streams_keep_alives(items) | {n for n, i in enumerate(items)
+                                           if i["api"] == "ConsumerGroupHeartbeat" and _keep_alive(i)}
+    heartbeats = {api: {json.dumps(i, sort_keys=True): i for n, i in enumerate(items)
+                        if i["api"] == api and n not in alive}
+                  for api in MEMBER_HEARTBEATS}
 
     def flush():
         if run:
@@ -309,10 +333,10 @@ def _collapse(items: list[dict]) -> list[dict]:
             run.append(item)
             continue
         flush()
-        if item["api"] == "ConsumerGroupHeartbeat":
-            if heartbeats:
-                out.append({"api": "heartbeats", "distinct": [heartbeats[k] for k in sorted(heartbeats)]})
-                heartbeats = {}
+        if item["api"] in MEMBER_HEARTBEATS:
+            distinct = heartbeats.pop(item["api"], None)
+            if distinct:
+                out.append({"api": "heartbeats", "distinct": [distinct[k] for k in sorted(distinct)]})
             continue
         if out and out[-1] == item:
             continue
@@ -328,6 +352,41 @@ def _keep_alive(item: dict) -> bool:
     return (isinstance(req, dict) and isinstance(resp, dict) and resp.get("error_code") == 0
             and resp.get("assignment") is None and req.get("topic_partitions") is None
             and req.get("member_epoch", 0) > 0 and resp.get("member_epoch") == req.get("member_epoch"))
+
+
+def _streams_keep_alives(items: list[dict]) -> set[int]:
+    """Indexes of the StreamsGroupHeartbeats that say nothing new: the member reports the tasks
+    it was last given (a streams member reports them on every heartbeat), and hears back its own
+    epoch, no tasks, no endpoint map and the status it last heard. A status only ever changes on
+    the heartbeat after the change, however many came between: the first that hears it stays.
+
+    And those that hear only "not yet" because the group's last target assignment was computed
+    less than group.streams.assignment.interval.ms ago: whether a heartbeat lands in that window
+    is wall-clock timing (how long the client took to create a topic, say), and the answer that
+    brings the assignment after it shows on both brokers."""
+    given: dict[str, tuple] = {}    # member id -> tasks last given
+    statuses: dict[str, object] = {}  # member id -> status last heard
+    out = set()
+    for n, item in enumerate(items):
+        req, resp = item.get("request"), item.get("response")
+        if item["api"] != "StreamsGroupHeartbeat" or not isinstance(req, dict) or not isinstance(resp, dict):
+            continue
+        if resp.get("error_code") != 0:
+            continue
+        member = resp.get("member_id")
+        reported = tuple(req.get(k) for k in ("active_tasks", "standby_tasks", "warmup_tasks"))
+        if (req.get("member_epoch", 0) > 0 and resp.get("member_epoch") == req.get("member_epoch")
+                and resp.get("active_tasks") is None and resp.get("partitions_by_user_endpoint") is None
+                and member in given and reported == given[member]):
+            if INTERVAL_DELAY in (resp.get("status") or []):
+                out.add(n)
+                continue
+            if resp.get("status") == statuses.get(member):
+                out.add(n)
+        if resp.get("active_tasks") is not None:
+            given[member] = tuple(resp.get(k) for k in ("active_tasks", "standby_tasks", "warmup_tasks"))
+        statuses[member] = resp.get("status")
+    return out
 
 
 # ------------------------------------------------------------------ comparison
