@@ -86,11 +86,12 @@ install-test: $(TSTAMP)
 run: $(STAMP)
 	$(VENV)/bin/kcoord serve --listen 127.0.0.1:9092 --data-dir .kcoord-data
 
-# The suite runs on 4 pytest-xdist workers: most of its time is spent waiting on client
-# processes, JVM start-up and coordinator timers, so 4 keep a 2-core machine busy.
+# The suite runs on 5 pytest-xdist workers: most of its time is spent waiting on client
+# processes, JVM start-up and coordinator timers (with 4, a full run kept 1.35 of the 2 cores
+# busy on average), so 5 keep a 2-core machine busy.
 # tests/conftest.py groups the tests sharing a JVM and starts the longest first.
 # Serially: `make test PYTEST_ARGS=-n0`; one file: `make test PYTEST_ARGS="-n0 tests/unit"`.
-PYTEST_ARGS ?= -n 4 --dist loadgroup --no-loadscope-reorder --durations=30
+PYTEST_ARGS ?= -n 5 --dist loadgroup --no-loadscope-reorder --durations=30
 
 test: $(TSTAMP)
 	$(PY) -m pytest -q -p no:cacheprovider --cov=kcoord/coordinator --cov-report=term $(PYTEST_ARGS)

@@ -1,5 +1,5 @@
 """How the suite is spread over pytest-xdist workers (`make test` runs
-`-n 4 --dist loadgroup --no-loadscope-reorder`), and what a parallel run needs.
+`-n 5 --dist loadgroup --no-loadscope-reorder`), and what a parallel run needs.
 
 Two things decide the wall time of a parallel run on a 2-core machine:
 
@@ -34,18 +34,18 @@ settings.register_profile("kcoord", deadline=None)
 settings.load_profile("kcoord")
 
 # Seconds a unit (a test, by nodeid prefix, or a group) took in a `-n 4` run on the 2-core
-# VM while another suite ran beside it (2026-11-23); CPU-bound tests stretch most then.
+# VM (2026-11-23; the groups' figures from a full run of 2026-11-26 where they had grown).
 ESTIMATES = {
-    "reference-kafka": 1040,      # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
+    "reference-kafka": 850,      # broker_any[kafka] tests: client matrix, Java admin, tools, system-test scenarios,
                                   # idempotent producers through the dropping proxy (~20 s), dynamic broker configs (~5 s),
                                   # __consumer_offsets (test_consumer_offsets_topic.py, ~45 s); the transaction modules:
                                   # Java (~75 s serially), Streams exactly-once (~21 s), the Python clients (~22 s),
                                   # kafka-transactions (~8 s), __transaction_state (~12 s), the differential scenarios
                                   # (~7 s), 2026-11-26; kafka-streams-groups on a streams group (~36 s serially)
-    "differential-delay0": 250,   # raw (all at once, streams-* included: ~11 s) + 4 client scenarios x 5 clients
+    "differential-delay0": 195,   # raw (all at once, streams-* included: ~11 s) + 4 client scenarios x 5 clients
                                   # on one Kafka/kcoord pair
-    "differential-delay3000": 250,
-    "spark": 525,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
+    "differential-delay3000": 255,
+    "spark": 780,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
                                   # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially, a
                                   # streams group on each ~10 s more, 2026-11-26),
                                   # a three-broker kcoord's failovers (test_report_failover.py, ~50 s serially),
@@ -54,10 +54,10 @@ ESTIMATES = {
     "assignors-kafka": 40,        # test_assignors_vs_kafka.py: ~2,000 problems through one JVM running Kafka's assignors;
                                   # test_task_assignor_vs_kafka.py: ~1,600 through another running its StickyTaskAssignor (~5 s)
     "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
-    "connect": 330,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
+    "connect": 450,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
                                   # reference Kafka of its own, eager and sessioned (166 s serially), rolling
                                   # restart (73 s), kcoord restarted under workers x2 (62 s), 2026-11-24
-    "reference-kafka-cluster": 600,  # the three-node reference Kafka (reference_kafka_cluster): start ~12 s, the smoke
+    "reference-kafka-cluster": 460,  # the three-node reference Kafka (reference_kafka_cluster): start ~12 s, the smoke
                                      # test's kill, restart and controlled shutdown ~25 s (~40 s serially, 2026-11-26);
                                      # `kcoord partition balance` against a controlled shutdown, then the restart ~20 s;
                                      # the failover scenarios, each on a three-broker kcoord and then on the cluster,
@@ -65,10 +65,10 @@ ESTIMATES = {
                                      # kill 34-81 / 35-51 s, parked join 10-18 / 16-28 s; 2026-11-26), Connect [kafka]
                                      # ~40 s, leadership answers ~25 s, the cluster tools ~25 s; the group's files ran
                                      # 6 min serially
-    "streams-kafka": 300,         # test_streams_groups.py [kafka]: streams groups (KIP-1071) with Kafka Streams JVMs on a
+    "streams-kafka": 185,         # test_streams_groups.py [kafka]: streams groups (KIP-1071) with Kafka Streams JVMs on a
                                   # Kafka of their own with 20 s streams sessions: scale out/in, kills, restarts, a
                                   # standby's promotion, a classic static restart (~200 s serially, 2026-11-26)
-    "consumer-kafka": 250,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
+    "consumer-kafka": 180,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
                                   # their own with short consumer sessions: scenarios with java4/confluent members,
                                   # raw ConsumerGroupHeartbeat cases
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,

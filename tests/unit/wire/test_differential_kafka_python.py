@@ -57,7 +57,8 @@ def _ours_roundtrip(api_key, version, kind, frame):
 
 
 @pytest.mark.parametrize("api_key,version,kind", COVERED, ids=[f"{k}v{v}{d[:3]}" for k, v, d in COVERED])
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+# Every layout in every run, with a few fresh examples each: runs add up the examples, not the suite's time.
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_same_bytes_as_kafka_python(api_key, version, kind, data):
     value = data.draw(for_type(codec.message(api_key, version, kind).tree))

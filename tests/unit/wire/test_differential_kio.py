@@ -49,7 +49,8 @@ def _kio_roundtrip(schema, data: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("api_key,version,kind", COVERED, ids=[f"{k}v{v}{d[:3]}" for k, v, d in COVERED])
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+# Every layout in every run, with a few fresh examples each: runs add up the examples, not the suite's time.
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_same_bytes_as_kio(api_key, version, kind, data):
     layout = codec.message(api_key, version, kind)
