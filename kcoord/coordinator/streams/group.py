@@ -66,6 +66,11 @@ class TaskSets:
     def is_empty(self) -> bool:
         return not (self.active or self.standby or self.warmup)
 
+    def within(self, other: "TaskSets") -> bool:
+        """Every task here is `other`'s too, in the same role."""
+        return all(ps <= other._kind(kind).get(s, frozenset())
+                   for kind in ("active", "standby", "warmup") for s, ps in self._kind(kind).items())
+
     def contains_any(self, other: "TaskSets") -> bool:
         return any(self._kind(kind).get(s, frozenset()) & ps
                    for kind in ("active", "standby", "warmup") for s, ps in other._kind(kind).items())
@@ -73,8 +78,6 @@ class TaskSets:
     def _kind(self, kind: str) -> Mapping[str, frozenset]:
         return getattr(self, kind)
 
-
-EMPTY_TASKS = TaskSets()
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,6 @@ class StreamsMember:
 @dataclass(eq=False)
 class StreamsGroup:
     group_id: str
-    created_ms: int = 0
     # As Kafka 4.3's StreamsGroup, a new group starts at epoch 1: its first member's join bumps it to 2.
     group_epoch: int = 1
     metadata_hash: int = 0
@@ -136,7 +138,6 @@ class StreamsGroup:
     endpoint_information_epoch: int = 0
     shutdown_requested_by: str | None = None
     emptied_at_ms: int | None = None
-    state_ms: int | None = None
     removed_since_record: list[str] = field(default_factory=list)
     dead: bool = False
     group_type = "streams"     # ListGroups v5's type

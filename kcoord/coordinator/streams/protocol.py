@@ -184,7 +184,7 @@ class StreamsProtocol(ModernProtocol):
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a streams group.")
         if req.member_epoch != JOIN_EPOCH:
             raise Refused(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {req.group_id} not found.")
-        return StreamsGroup(req.group_id, created_ms=ctx.now())
+        return StreamsGroup(req.group_id)
 
     def _check_epoch(self, member: StreamsMember, epoch: int, owned: TaskSets | None) -> None:
         if epoch == JOIN_EPOCH:
@@ -196,11 +196,7 @@ class StreamsProtocol(ModernProtocol):
                           "partitions and rejoin.")
         if epoch < member.member_epoch:
             # The previous epoch once more: the answer that moved the member on may have been lost.
-            assigned = member.assigned()
-            subset = owned is not None and all(
-                ps <= assigned._kind(kind).get(s, frozenset())
-                for kind in ("active", "standby", "warmup") for s, ps in owned._kind(kind).items())
-            if epoch != member.previous_member_epoch or not subset:
+            if epoch != member.previous_member_epoch or owned is None or not owned.within(member.assigned()):
                 raise Refused(ErrorCode.FENCED_MEMBER_EPOCH,
                               f"The streams group member has a smaller member epoch ({epoch}) than the one known "
                               f"by the group coordinator ({member.member_epoch}). The member must abandon all its "

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Mapping
 
-from kcoord.coordinator.streams.group import EMPTY_TASKS, MemberState, StreamsMember, TaskSets
+from kcoord.coordinator.streams.group import MemberState, StreamsMember, TaskSets
 
 
 class FencedInUnknownState(Exception):
@@ -118,5 +118,3 @@ def owned_from_request(active, standby, warmup) -> TaskSets | None:
         return out
     return TaskSets.of(tasks(active), tasks(standby), tasks(warmup))
 
-
-__all__ = ["EMPTY_TASKS", "FencedInUnknownState", "owned_from_request", "reconcile"]
