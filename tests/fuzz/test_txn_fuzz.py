@@ -56,4 +56,7 @@ def test_mutated_transaction_requests_leave_an_open_transaction_alone(kcoord_ser
         stats = asyncio.run(blast("127.0.0.1", port, transaction_requests(), FRAMES, concurrency=8, seed=25))
     assert stats.frames_consumed >= FRAMES and stats.responses > 0, stats
     assert _state(bootstrap, topic, txn_id) == before
-    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text[-5000:]
+    # kcoord's own errors only: a kafka-python client an earlier test on this worker left
+    # behind logs its refused reconnects to a stopped server here too (seen in CI).
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("kcoord")]
+    assert not errors, "\n".join(r.getMessage() for r in errors)[-5000:]
