@@ -4,7 +4,7 @@ The specs themselves are Apache Kafka's own (`clients/src/main/resources/
 common/message/*.json`). kafka-python ships them inside its package, so we read
 them from there instead of keeping a copy; `wire/specs/` holds structural specs
 for the few APIs kafka-python does not ship (KIP-848's consumer groups, KIP-1071's
-streams groups; written from Kafka's definitions, fields and versions only).
+streams groups, KIP-932's share groups; written from Kafka's definitions, fields and versions only).
 
 Everything in `wire` that knows a message's layout derives it from this model:
 no per-version structs are written by hand.
