@@ -10,7 +10,6 @@ recreated (a new topic id) starts afresh.
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from dataclasses import dataclass, field
 
@@ -22,8 +21,6 @@ from kcoord.share.state import ShareStateRuntime
 from wire.errors import ErrorCode
 
 __all__ = ["AckBatch", "Acquired", "PartitionFetch", "ShareManager", "StartOffset"]
-
-log = logging.getLogger("kcoord.share")
 
 Key = tuple[str, int]   # (topic name, partition)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from kcoord.coordinator.clock import Timer
 from kcoord.coordinator.config import offsets_partition_for
 from kcoord.coordinator.javaorder import kafka_uuid_string
-from kcoord.coordinator.shards import NO_NODE, Shard, ShardedRuntime, ShardState
+from kcoord.coordinator.shards import Shard, ShardedRuntime, ShardState
 from kcoord.log.partition import AppendError
 from kcoord.share import records as SR
 from wire import records as R
@@ -105,23 +105,10 @@ class ShareStateRuntime(ShardedRuntime):
     load_key_prefix = "share"
 
     def __init__(self, timer: Timer, topics, partitions: int, per_snapshot: int = 500, load_ms: int = 0):
-        super().__init__(timer, topics, load_ms)
-        self.configured_partitions = partitions
+        super().__init__(timer, topics, load_ms, partitions)
         self.per_snapshot = per_snapshot      # share.coordinator.snapshot.update.records.per.snapshot
-        self._count: int | None = None
 
     # ------------------------------------------------------------ placement
-    def ensure_topic(self):
-        return self.topics.get(TOPIC) or self.topics.create(TOPIC)
-
-    def partition_count(self) -> int:
-        if self._count is None:
-            topic = self.topics.get(TOPIC)
-            if topic is None:
-                return self.configured_partitions
-            self._count = len(topic.partitions)
-        return self._count
-
     def partition_for(self, key: SR.ShareKey) -> int:
         return offsets_partition_for(f"{key.group_id}:{kafka_uuid_string(key.topic_id)}:{key.partition}",
                                      self.partition_count())
@@ -135,37 +122,25 @@ class ShareStateRuntime(ShardedRuntime):
         if shard is None:
             self.ensure_topic()
             partition = self.topics.partition(TOPIC, index)
-            if partition is None or partition.leader == NO_NODE or not self._leader_running(partition):
+            if partition is None or not self._leader_running(partition):
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
             shard = self._load_now(index, partition.leader, partition.leader_epoch)
         if shard.state is ShardState.LOADING:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None
         return ErrorCode.NONE, shard.coordinator
 
-    def _leader_running(self, partition) -> bool:
-        cluster = getattr(self.topics, "cluster", None)
-        node = None if cluster is None else cluster.nodes.get(partition.leader)
-        return node is None or node.running
-
     # ------------------------------------------------------------ loading
     def _build(self, shard: Shard) -> ShareStateShard:
         state = ShareStateShard(shard.partition)
-        partition = self.topics.partition(TOPIC, shard.partition)
-        for stored in partition.batches if partition is not None else ():
-            batch = R.parse_batch(stored.data, validate_crc=False)
-            if batch.is_control:
+        for record in self.keyed_records(shard.partition):
+            try:
+                record_type, key = SR.decode_key(record.key)
+                value = None if record.value is None else SR.decode_value(record_type, record.value)
+            except SR.ShareRecordError as err:
+                log.warning("skipping an unreadable record at %s-%d offset %d: %s", TOPIC, shard.partition,
+                            record.offset, err)
                 continue
-            for record in R.decode_records(batch):
-                if record.offset < partition.log_start_offset or record.key is None:
-                    continue
-                try:
-                    record_type, key = SR.decode_key(record.key)
-                    value = None if record.value is None else SR.decode_value(record_type, record.value)
-                except SR.ShareRecordError as err:
-                    log.warning("skipping an unreadable record at %s-%d offset %d: %s", TOPIC, shard.partition,
-                                record.offset, err)
-                    continue
-                state.replay(record.offset, record_type, key, value, self.per_snapshot)
+            state.replay(record.offset, record_type, key, value, self.per_snapshot)
         return state
 
     # ------------------------------------------------------------ the persister's calls
