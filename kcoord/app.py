@@ -25,6 +25,10 @@ from kcoord.log.consumer_offsets import TOPIC_CONFIGS as OFFSETS_TOPIC_CONFIGS
 from kcoord.log.consumer_offsets import OffsetsTopic
 from kcoord.log.offsets_loader import OffsetsPartitions
 from kcoord.log.topics import InternalTopic, TopicStore
+from kcoord.share.manager import ShareManager
+from kcoord.share.state import TOPIC as SHARE_TOPIC
+from kcoord.share.state import TOPIC_CONFIGS as SHARE_TOPIC_CONFIGS
+from kcoord.share.state import ShareStateRuntime
 from kcoord.transaction.coordinator import TxnConfig
 from kcoord.transaction.runtime import TOPIC as TXN_TOPIC
 from kcoord.transaction.runtime import TOPIC_CONFIGS as TXN_TOPIC_CONFIGS
@@ -51,6 +55,13 @@ class Kcoord:
             config.transaction_state_log_partitions,
             {**TXN_TOPIC_CONFIGS, "min.insync.replicas": str(min(config.transaction_state_log_min_isr, txn_replicas))},
             txn_replicas)
+        # __share_group_state likewise (share.coordinator.state.topic.*).
+        share_replicas = min(config.share_coordinator_state_topic_replication_factor, self.cluster.size)
+        self.topics.internal[SHARE_TOPIC] = InternalTopic(
+            config.share_coordinator_state_topic_partitions,
+            {**SHARE_TOPIC_CONFIGS, "segment.bytes": "104857600",
+             "min.insync.replicas": str(min(config.share_coordinator_state_topic_min_isr, share_replicas))},
+            share_replicas)
         # Dynamic broker configs (AlterConfigs on a BROKER resource) kept in the data dir are put
         # back first: they override the static values everything below starts from.
         dynamic_configs = DynamicBrokerConfigs(config, config.data_dir)
@@ -86,12 +97,24 @@ class Kcoord:
         self.cluster.listeners.append(
             lambda change: change.topic == TXN_TOPIC and self.transactions.leader_changed(
                 change.partition, change.new_leader, change.epoch))
+        # The share coordinator over __share_group_state, and the share-partitions of every
+        # broker (the partition leaders' SharePartitionManager): one for the kcoord, as the
+        # coordinators are. A share-partition whose leader moves or dies is dropped (its next
+        # leader loads it from __share_group_state, as Kafka's does).
+        self.share_state = ShareStateRuntime(
+            runtime.timer, self.topics, config.share_coordinator_state_topic_partitions,
+            config.share_coordinator_snapshot_update_records_per_snapshot, load_ms=config.coordinator_load_ms)
+        self.shares = ShareManager(self.topics, runtime.timer, self.share_state, config, self.group_configs)
+        self.cluster.listeners.append(
+            lambda change: self.share_state.leader_changed(change.partition, change.new_leader, change.epoch)
+            if change.topic == SHARE_TOPIC else self.shares.leader_changed(change.topic, change.partition))
         # One broker per node, each the `ctx.broker` of its own listener's requests.
         self.brokers = [Broker(config, self.coordinator.broker(node.node_id), self.topics, node, self.cluster)
                         for node in self.cluster.nodes.values()]
         for broker in self.brokers:
             broker.features = self.features
             broker.transactions = BrokerTransactions(self.transactions, broker.node_id)
+            broker.shares = self.shares
             broker.dynamic_configs = dynamic_configs
             broker.offsets_topic = self.offsets_topic
             broker.client_metrics = self.brokers[0].client_metrics   # the cluster's, as Kafka keeps them
@@ -126,6 +149,9 @@ class Kcoord:
             config.leader_imbalance_check_interval_seconds * 1000, on_listen=self._listen)
         self.controls.listeners.append(
             lambda action, node_id, details: action == "killed" and self.transactions.node_lost(node_id))
+        self.controls.listeners.append(
+            lambda action, node_id, details: action == "killed" and (self.share_state.node_lost(node_id),
+                                                                     self.shares.node_lost(node_id)))
         dynamic_configs.listeners.append(self._dynamic_configs_changed)
         self.storage = None
         # Features add their routes here before start().
@@ -169,6 +195,7 @@ class Kcoord:
             self.coordinator.runtime.load_led(n.node_id for n in self.cluster.alive())
             self.transactions.observe_log()
             self.transactions.load_led(n.node_id for n in self.cluster.alive())
+            self.share_state.load_led(n.node_id for n in self.cluster.alive())
             await self.storage.start()
         if self.journal_topic is not None:
             self.journal_topic.start()  # after durable state put back the topic's earlier records

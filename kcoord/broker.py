@@ -36,6 +36,8 @@ class Broker:
         # kcoord.features.FeatureLevels, the cluster's; kcoord.transaction.runtime.BrokerTransactions.
         self.features = FeatureLevels()
         self.transactions = None
+        # kcoord.share.manager.ShareManager: the share-partitions, the kcoord's (set by the app).
+        self.shares = None
 
     @property
     def node_id(self) -> int:

@@ -45,6 +45,15 @@ class ServerConfig:
     transaction_abort_interval_ms: int = default("transaction.abort.timed.out.transaction.cleanup.interval.ms")
     transactional_id_expiration_ms: int = default("transactional.id.expiration.ms")
     transaction_remove_expired_interval_ms: int = default("transaction.remove.expired.transaction.cleanup.interval.ms")
+    # Share-partitions and the share coordinator (kcoord.share).
+    group_share_record_lock_duration_ms: int = default("group.share.record.lock.duration.ms")
+    group_share_delivery_count_limit: int = default("group.share.delivery.count.limit")
+    group_share_partition_max_record_locks: int = default("group.share.partition.max.record.locks")
+    share_coordinator_state_topic_partitions: int = default("share.coordinator.state.topic.num.partitions")
+    share_coordinator_state_topic_replication_factor: int = default("share.coordinator.state.topic.replication.factor")
+    share_coordinator_state_topic_min_isr: int = default("share.coordinator.state.topic.min.isr")
+    share_coordinator_snapshot_update_records_per_snapshot: int = default(
+        "share.coordinator.snapshot.update.records.per.snapshot")
     # How long the controller waits for a killed broker before moving its partitions away.
     broker_session_timeout_ms: int = default("broker.session.timeout.ms")
     auto_leader_rebalance_enable: bool = default("auto.leader.rebalance.enable")

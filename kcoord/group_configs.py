@@ -162,14 +162,20 @@ def _invalid(name: str, text, reason: str) -> ConfigChangeError:
     return ConfigChangeError("INVALID_CONFIG", f"Invalid value {text} for configuration {name}: {reason}")
 
 
-def _non_negative_duration(text: str) -> bool:
+def duration_nanos(text: str) -> int | None:
+    """Java's Duration.parse of `text` in nanoseconds (None: not a duration)."""
     m = _DURATION.fullmatch(text)
     if m is None or not any(m.group(i) for i in (2, 4, 5, 6)) or (m.group(3) or "").upper() == "T":
-        return False
+        return None
     days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 4, 5, 6))
     fraction = int((m.group(7) or "0").ljust(9, "0")) * (-1 if (m.group(6) or "").startswith("-") else 1)
     nanos = (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 10**9 + fraction
-    return (-nanos if m.group(1) == "-" else nanos) >= 0
+    return -nanos if m.group(1) == "-" else nanos
+
+
+def _non_negative_duration(text: str) -> bool:
+    nanos = duration_nanos(text)
+    return nanos is not None and nanos >= 0
 
 
 def parse(definition: GroupConfigDef, text: str):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from kcoord.coordinator.clock import Timer
+from wire import records as R
 
 log = logging.getLogger("kcoord.coordinator")
 
@@ -48,14 +49,49 @@ class ShardedRuntime:
     holds = ""                    # what a shard holds, for the log: "groups", "transactions"
     load_key_prefix = ""
 
-    def __init__(self, timer: Timer, topics, load_ms: int = 0):
+    def __init__(self, timer: Timer, topics, load_ms: int = 0, partitions: int = 50):
         self.timer = timer
         self.topics = topics          # the topic catalog (kcoord.log.topics.TopicStore)
         self.load_ms = load_ms
+        self.configured_partitions = partitions   # until the topic exists
+        self._count: int | None = None
         self.shards: dict[int, Shard] = {}
+
+    def ensure_topic(self):
+        """The topic, created with the store's InternalTopic settings on first use."""
+        return self.topics.get(self.topic_name) or self.topics.create(self.topic_name)
+
+    def partition_count(self) -> int:
+        """The partitions keys are hashed over: the topic's once it exists (kept from then on, as
+        Kafka's coordinators keep the count they started with), the configured count before."""
+        if self._count is None:
+            topic = self.topics.get(self.topic_name)
+            if topic is None:
+                return self.configured_partitions
+            self._count = len(topic.partitions)
+        return self._count
 
     def _build(self, shard: Shard):
         raise NotImplementedError
+
+    def keyed_records(self, index: int):
+        """The records a shard replays: those with a key from the log start on, markers left out."""
+        partition = self.topics.partition(self.topic_name, index)
+        for stored in partition.batches if partition is not None else ():
+            batch = R.parse_batch(stored.data, validate_crc=False)
+            if batch.is_control:
+                continue
+            for record in R.decode_records(batch):
+                if record.offset >= partition.log_start_offset and record.key is not None:
+                    yield record
+
+    def _leader_running(self, partition) -> bool:
+        """Whether `partition` has a leader that is up (a killed one stays leader until fenced)."""
+        if partition.leader == NO_NODE:
+            return False
+        cluster = getattr(self.topics, "cluster", None)
+        node = None if cluster is None else cluster.nodes.get(partition.leader)
+        return node is None or node.running
 
     def _loaded(self, shard: Shard) -> None:
         """After `shard` turned ACTIVE."""

@@ -14,7 +14,7 @@ from kcoord.log.partition import Partition
 
 # Kafka's legal topic names: [a-zA-Z0-9._-], at most 249 characters.
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class TopicError(Exception):

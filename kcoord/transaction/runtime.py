@@ -64,32 +64,16 @@ class TransactionRuntime(ShardedRuntime):
 
     def __init__(self, timer: Timer, topics, config: TxnConfig, partitions: int, bus=None,
                  load_ms: int = 0, transaction_version: Callable[[], int] = lambda: 2):
-        super().__init__(timer, topics, load_ms)
+        super().__init__(timer, topics, load_ms, partitions)
         self.config = config
-        self.configured_partitions = partitions
         self.bus = bus
         self.transaction_version = transaction_version   # the finalized transaction.version
         self.producer_ids = ProducerIds()
         self.groups = None            # kcoord.coordinator.runtime.CoordinatorRuntime, set by the app
-        self._count: int | None = None
         self._compacted: dict[int, int] = {}   # partition -> records it held after its last compaction
         self._ticking = False
 
     # ------------------------------------------------------------ placement
-    def ensure_topic(self):
-        topic = self.topics.get(TOPIC)
-        if topic is None:
-            topic = self.topics.create(TOPIC)   # the store's InternalTopic settings
-        return topic
-
-    def partition_count(self) -> int:
-        if self._count is None:
-            topic = self.topics.get(TOPIC)
-            if topic is None:
-                return self.configured_partitions
-            self._count = len(topic.partitions)
-        return self._count
-
     def partition_for(self, transactional_id: str) -> int:
         return offsets_partition_for(transactional_id, self.partition_count())
 
@@ -150,22 +134,15 @@ class TransactionRuntime(ShardedRuntime):
 
     # ------------------------------------------------------------ the log
     def _read(self, index: int) -> list[TransactionMetadata]:
-        partition = self.topics.partition(TOPIC, index)
         latest: dict[str, TransactionMetadata | None] = {}
-        for stored in partition.batches if partition is not None else ():
-            batch = R.parse_batch(stored.data, validate_crc=False)
-            if batch.is_control:
-                continue
-            for record in R.decode_records(batch):
-                if record.offset < partition.log_start_offset or record.key is None:
-                    continue
-                try:
-                    txn_id = txn_records.decode_key(record.key)
-                    latest[txn_id] = (None if record.value is None
-                                      else txn_records.decode_value(txn_id, record.value)[1])
-                except txn_records.TransactionRecordError as err:
-                    log.warning("skipping an unreadable record at %s-%d offset %d: %s", TOPIC, index,
-                                record.offset, err)
+        for record in self.keyed_records(index):
+            try:
+                txn_id = txn_records.decode_key(record.key)
+                latest[txn_id] = (None if record.value is None
+                                  else txn_records.decode_value(txn_id, record.value)[1])
+            except txn_records.TransactionRecordError as err:
+                log.warning("skipping an unreadable record at %s-%d offset %d: %s", TOPIC, index,
+                            record.offset, err)
         return [m for m in latest.values() if m is not None]
 
     def _write(self, index: int, meta: TransactionMetadata) -> None:
@@ -226,13 +203,6 @@ class TransactionRuntime(ShardedRuntime):
                     log.warning("the marker of producer %d in %s-%d was refused: %s", producer_id, topic, index, err)
         self.topics.notify_appended()
         return failed
-
-    def _leader_running(self, partition) -> bool:
-        if partition.leader == NO_NODE:
-            return False
-        cluster = getattr(self.topics, "cluster", None)
-        node = None if cluster is None else cluster.nodes.get(partition.leader)
-        return node is None or node.running
 
     # ------------------------------------------------------------ timers
     def _tick_soon(self) -> None:

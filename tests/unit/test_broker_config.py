@@ -76,6 +76,14 @@ KAFKA_DEFAULTS = {
     "auto.leader.rebalance.enable": "true",
     "leader.imbalance.check.interval.seconds": "300",
     "leader.imbalance.per.broker.percentage": "10",
+    # ShareGroupConfig (kafka-group-coordinator) and ShareCoordinatorConfig (kafka-share-coordinator 4.3.1).
+    "group.share.record.lock.duration.ms": "30000",
+    "group.share.delivery.count.limit": "5",
+    "group.share.partition.max.record.locks": "2000",
+    "share.coordinator.state.topic.num.partitions": "50",
+    "share.coordinator.state.topic.replication.factor": "3",
+    "share.coordinator.state.topic.min.isr": "2",
+    "share.coordinator.snapshot.update.records.per.snapshot": "500",
 }
 # Where kcoord runs with something else, and must say why.
 KCOORD_DIFFERS = {"listeners", "sasl.enabled.mechanisms", "node.id", "broker.id"}
