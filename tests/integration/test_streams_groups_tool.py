@@ -25,15 +25,15 @@ PARTITIONS = 3
 SEEN: dict[str, dict] = {}  # broker -> the parsed outputs, ids masked
 
 
-def columns(text: str) -> list[dict[str, str]]:
+def columns(text: str, header: str = "GROUP ") -> list[dict[str, str]]:
     """The rows of the tool's aligned tables, by the header's column starts (a cell may hold
     spaces: "127.0.0.1:9092 (1)", "ACTIVE: 0:[1]; 1:[0,2];"); lines before a header, blank
-    lines and "Error:" lines are skipped."""
+    lines and "Error:" lines are skipped. `header`: how the header line starts."""
     rows, starts, names = [], None, None
     for line in text.splitlines():
         if not line.strip() or line.startswith("Error:"):
             continue
-        if line.startswith("GROUP "):
+        if line.startswith(header):
             found = list(re.finditer(r"\S+(?: \(\S+\))?", line))   # "COORDINATOR (ID)" is one name
             starts, names = [m.start() for m in found], [m.group() for m in found]
             continue
