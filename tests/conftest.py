@@ -68,6 +68,8 @@ ESTIMATES = {
     "streams-kafka": 185,         # test_streams_groups.py [kafka]: streams groups (KIP-1071) with Kafka Streams JVMs on a
                                   # Kafka of their own with 20 s streams sessions: scale out/in, kills, restarts, a
                                   # standby's promotion, a classic static restart (~200 s serially, 2026-11-26)
+    "share-kafka": 120,           # test_share_groups.py: KafkaShareConsumer/librdkafka scenarios, each on kcoord and on
+                                  # the module's own reference Kafka at once (~95 s on Kafka alone, 2026-11-26)
     "consumer-kafka": 180,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
                                   # their own with short consumer sessions: scenarios with java4/confluent members,
                                   # raw ConsumerGroupHeartbeat cases
@@ -123,6 +125,8 @@ def _group(item, broker_choice: str) -> str | None:
     callspec = getattr(item, "callspec", None)
     if callspec is not None and "broker_pair" in callspec.params:  # test_differential's module-scoped pair
         return f"differential-delay{callspec.params['broker_pair']}"
+    if "share_kafka" in item.fixturenames:  # test_share_groups.py's own reference Kafka
+        return "share-kafka"
     if "reference_kafka_cluster" in item.fixturenames or (  # one three-node cluster for all of them
             callspec is not None and callspec.params.get("cluster") == "kafka"):
         return "reference-kafka-cluster"
