@@ -568,3 +568,8 @@ SCENARIOS.update(_CONSUMER_PROTOCOL)
 from kcoord.conformance.streams_group_scenarios import SCENARIOS as _STREAMS_GROUPS  # noqa: E402
 
 SCENARIOS.update(_STREAMS_GROUPS)
+
+# The share groups' scenarios (KIP-932), likewise built on this module's Broker and Outcome.
+from kcoord.conformance.share_group_scenarios import SCENARIOS as _SHARE_GROUPS  # noqa: E402
+
+SCENARIOS.update(_SHARE_GROUPS)
