@@ -14,9 +14,10 @@ decoded); connections are paired by (client id, order of their first coordinator
 request). Timing noise does not count: consecutive repeats collapse, and a run of
 Heartbeat/OffsetCommit exchanges (periodic, so their number and interleaving depend on
 timing) is compared as the set of its distinct exchanges, and so are a connection's
-ConsumerGroupHeartbeats and its StreamsGroupHeartbeats, leaving out keep-alives that change
-nothing. Streams members' process ids are renamed p1, p2, ... as member ids are. Other APIs (Metadata, Fetch,
-ListOffsets polls, ...) are compared as the set of (api, version) used.
+ConsumerGroupHeartbeats, its StreamsGroupHeartbeats and its ShareGroupHeartbeats, leaving out
+keep-alives that change nothing. Streams members' process ids are renamed p1, p2, ... as member
+ids are. Other APIs (Metadata, Fetch, ShareFetch, ShareAcknowledge, ListOffsets polls, ...) are
+compared as the set of (api, version) used.
 
 When the strict comparison differs, a loose one is tried that ignores which member
 got which partitions (leader's SyncGroup assignments are compared as a multiset):
@@ -39,13 +40,20 @@ FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH_OFFSETS = 10, 11, 
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS = 15, 16, 42, 18
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
+SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
+DESCRIBE_SHARE_OFFSETS, ALTER_SHARE_OFFSETS, DELETE_SHARE_OFFSETS = 90, 91, 92
+# ShareFetch and ShareAcknowledge are not among them: like Fetch, a ShareFetch long-polls, so how
+# many a member sends and which come back empty is timing; a raw scenario's own checks compare
+# what they acquired and acknowledged.
 GROUP_APIS = frozenset({FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH_OFFSETS,
                         DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, API_VERSIONS,
                         CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE,
-                        STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE})
+                        STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE,
+                        SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE,
+                        DESCRIBE_SHARE_OFFSETS, ALTER_SHARE_OFFSETS, DELETE_SHARE_OFFSETS})
 # The modern protocols' heartbeats: a member heartbeats on a timer, so they compare as the set of
 # states a connection went through (see _collapse).
-MEMBER_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat")
+MEMBER_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat", "ShareGroupHeartbeat")
 # Kafka's ASSIGNMENT_DELAYED status while group.streams.assignment.interval.ms holds the next
 # target assignment back (see _streams_keep_alives).
 INTERVAL_DELAY = {"status_code": 5, "status_detail": "Assignment delayed due to the configured assignment interval."}
@@ -136,11 +144,11 @@ def _member_ids(exchanges: list[dict]) -> tuple[list[str], list[str]]:
 
     for ex in exchanges:
         resp, key = ex.get("response") or {}, ex.get("api_key")
-        if key in (CONSUMER_GROUP_HEARTBEAT, STREAMS_GROUP_HEARTBEAT):  # the member makes its own id
+        if key in (CONSUMER_GROUP_HEARTBEAT, STREAMS_GROUP_HEARTBEAT, SHARE_GROUP_HEARTBEAT):  # the member's own id
             add((ex.get("request") or {}).get("member_id"))
             add(resp.get("member_id"))
             add((ex.get("request") or {}).get("process_id"), processes)
-        elif key in (CONSUMER_GROUP_DESCRIBE, STREAMS_GROUP_DESCRIBE):
+        elif key in (CONSUMER_GROUP_DESCRIBE, STREAMS_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE):
             for g in resp.get("groups") or []:
                 for m in g.get("members") or []:
                     add(m.get("member_id"))
@@ -316,9 +324,12 @@ def _collapse(items: list[dict]) -> list[dict]:
     # keep-alive that says nothing new (the member's own epoch back, no assignment, and it
     # reported no partitions): whether the timer fired once more between two changes (the
     # other member's leave, say) is timing too. A change answered late or wrongly still shows
-    # as the exchange that carries it. StreamsGroupHeartbeats likewise (_streams_keep_alives).
+    # as the exchange that carries it. StreamsGroupHeartbeats likewise (_streams_keep_alives), and
+    # ShareGroupHeartbeats: how many a share member sends while its partitions' share state is
+    # initialised (asynchronously, on Kafka) is timing, the empty assignment it heard first is not.
     alive = _streams_keep_alives(items) | {n for n, i in enumerate(items)
-                                           if i["api"] == "ConsumerGroupHeartbeat" and _keep_alive(i)}
+                                           if i["api"] in ("ConsumerGroupHeartbeat", "ShareGroupHeartbeat")
+                                           and _keep_alive(i)}
     heartbeats = {api: {json.dumps(i, sort_keys=True): i for n, i in enumerate(items)
                         if i["api"] == api and n not in alive}
                   for api in MEMBER_HEARTBEATS}
@@ -347,8 +358,9 @@ def _collapse(items: list[dict]) -> list[dict]:
 
 
 def _keep_alive(item: dict) -> bool:
-    """A successful ConsumerGroupHeartbeat whose answer is the member's own epoch and nothing
-    else, to a request that reported no owned partitions."""
+    """A successful ConsumerGroupHeartbeat (or ShareGroupHeartbeat, which never reports owned
+    partitions) whose answer is the member's own epoch and nothing else, to a request that
+    reported no owned partitions."""
     req, resp = item.get("request"), item.get("response")
     return (isinstance(req, dict) and isinstance(resp, dict) and resp.get("error_code") == 0
             and resp.get("assignment") is None and req.get("topic_partitions") is None

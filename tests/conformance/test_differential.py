@@ -238,6 +238,33 @@ def test_a_streams_heartbeat_held_only_by_the_initial_delay_is_timing():
     assert transcript.compare(kafka, missing_only).verdict == "differs"
 
 
+def _shgh(member_id: str, group: str, epoch: int, answer_epoch: int, partitions=None) -> dict:
+    e = ex(2, FIND, 1, {"group_id": group, "member_id": member_id, "member_epoch": epoch,
+                        "subscribed_topic_names": ["t"] if epoch == 0 else None},
+           {"error_code": 0, "member_id": member_id, "member_epoch": answer_epoch, "heartbeat_interval_ms": 5000,
+            "assignment": None if partitions is None else {"topic_partitions": [{"topic_id": "x",
+                                                                                 "partitions": partitions}]}})
+    e.update(api="ShareGroupHeartbeat", api_key=76)
+    return e
+
+
+def test_share_heartbeats_while_the_share_state_initialises_are_timing():
+    # Kafka answers a join with no partitions and gives them once it has initialised the
+    # share-partition state, asynchronously: how many keep-alives come between is timing.
+    def run(member_id, group, waiting, first=2):
+        out = [_shgh(member_id, group, 0, first, [])]
+        out += [_shgh(member_id, group, first, first) for _ in range(waiting)]
+        return out + [_shgh(member_id, group, first, first + 1, [0, 1]), _shgh(member_id, group, first + 1, -1)]
+
+    kafka = run("m-aaaa", "kcoord-check-x-00000001", waiting=1)
+    assert transcript.compare(kafka, run("m-bbbb", "kcoord-check-x-00000002", waiting=6)).verdict == "identical"
+    # The empty assignment heard first is not timing, and neither is the epoch it came with.
+    group = "kcoord-check-x-00000002"
+    at_once = [_shgh("m-bbbb", group, 0, 2, [0, 1]), _shgh("m-bbbb", group, 2, -1)]
+    assert transcript.compare(kafka, at_once).verdict == "differs"
+    assert transcript.compare(kafka, run("m-bbbb", group, waiting=1, first=1)).verdict == "differs"
+
+
 def test_setup_connections_are_left_out():
     kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001")
     kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002")
