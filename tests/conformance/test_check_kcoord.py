@@ -101,6 +101,18 @@ def test_the_streams_rows_pass_against_the_reference_kafka(reference_kafka):
         s: "pass" for s in check.streams_check_scenarios.SCENARIOS}, json.dumps(report, indent=1)
 
 
+SHARE_ROWS = [s for s in check.RAW_SCENARIOS if s.startswith("share-")]
+
+
+def test_the_share_rows_pass_against_the_reference_kafka(reference_kafka):
+    # The share-* raw scenarios' expectations are Kafka's answers: `kcoord check` agrees.
+    proc = _check(reference_kafka.bootstrap, ",".join(SHARE_ROWS), 300)
+    report = json.loads(proc.stdout)
+    assert len(SHARE_ROWS) >= 10
+    assert {r["scenario"]: r["status"] for r in report["results"]} == {s: "pass" for s in SHARE_ROWS}, \
+        json.dumps(report, indent=1)
+
+
 def test_the_streams_rows_fail_when_the_broker_deviates():
     # StreamsGroupDescribe refused everywhere: the rows that describe must notice, the others pass.
     status, report = _statuses_when_faulty("api=StreamsGroupDescribe,error=GROUP_AUTHORIZATION_FAILED,seconds=600",
