@@ -51,6 +51,12 @@ def _supported(b: Broker) -> Outcome | None:
     return None
 
 
+def _offsets_served(b: Broker) -> None:
+    """Raises Unsupported (the row is skipped) unless the share-group offsets APIs are served."""
+    for api, version in ((DESCRIBE_OFFSETS, 1), (ALTER_OFFSETS, 0), (DELETE_OFFSETS, 0)):
+        b.version(api, version)
+
+
 def partitions(assignment) -> object:
     """An assignment's partitions, sorted over its topics (topic ids differ between brokers);
     "-" when the answer carries none."""
@@ -477,6 +483,7 @@ async def acquire_accept_release_reject(b: Broker) -> Outcome:
     ShareAcknowledge, nothing is left; DescribeShareGroupOffsets then says the start offset."""
     if skipped := _supported(b):
         return skipped
+    _offsets_served(b)
     m, tid = await _fetching_member(b, "shacks", 3)
     try:
         seen = {"acquired": await m.fetch_until(tid, 3)}
@@ -568,6 +575,7 @@ async def offsets_admin(b: Broker) -> Outcome:
     DeleteShareGroupOffsets while a member is in the group; after it left, both work."""
     if skipped := _supported(b):
         return skipped
+    _offsets_served(b)
     m, tid = await _fetching_member(b, "shoffsets", 3)
     topic = m.topics[0]
 
