@@ -25,14 +25,22 @@ _STATE_STORE_ERRORS = {
 _NOT_HOSTED = "This server does not host this topic-partition."
 
 
-def share_groups_enabled(broker) -> bool:
-    """Share groups are served (Kafka's ShareVersion.supportsShareGroups: share.version 1+)."""
-    return broker.features.level("share.version") >= 1
+def failed(version: int, body, code: int) -> dict:
+    """A ShareFetch or ShareAcknowledge failed as a whole (their getErrorResponse: the code alone)."""
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": None, "acquisition_lock_timeout_ms": 0,
+            "responses": [], "node_endpoints": []}
 
 
-def member_id_valid(member_id: str | None) -> bool:
-    """KafkaApis.isMemberIdValid: present, not empty, no longer than a UUID's text."""
-    return member_id is not None and 0 < len(member_id) <= 36
+def refusal(ctx, req) -> ErrorCode | None:
+    """Why KafkaApis refuses a ShareFetch or ShareAcknowledge as a whole before its session is
+    looked at: share groups off (share.version 0), no group id, or a member id no member has
+    (empty, or longer than a UUID's text: isMemberIdValid)."""
+    if ctx.broker.features.level("share.version") < 1:
+        return ErrorCode.UNSUPPORTED_VERSION
+    member_id = req.member_id
+    if req.group_id is None or member_id is None or not 0 < len(member_id) <= 36:
+        return ErrorCode.INVALID_REQUEST
+    return None
 
 
 def share_error(code: int) -> ErrorCode:

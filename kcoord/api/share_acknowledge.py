@@ -7,28 +7,20 @@ from __future__ import annotations
 
 from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, TopicAcl, TopicOperation, named_group
 from kcoord.api._leadership import node_endpoints
-from kcoord.api._share_requests import (acknowledge, by_topic, close_session, member_id_valid, name_leader,
-                                        share_groups_enabled)
+from kcoord.api._share_requests import acknowledge, by_topic, close_session, failed, name_leader, refusal
 from kcoord.share.sessions import FINAL_EPOCH, SessionError
 from wire.errors import ErrorCode
 
 
-def _failed(version: int, body, code: int) -> dict:
-    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": None, "acquisition_lock_timeout_ms": 0,
-            "responses": [], "node_endpoints": []}
-
-
 async def share_acknowledge(ctx, req):
     version = ctx.api_version
-    if not share_groups_enabled(ctx.broker):
-        return _failed(version, req, ErrorCode.UNSUPPORTED_VERSION)
+    if (refused := refusal(ctx, req)) is not None:
+        return failed(version, req, refused)
     group_id, member_id, epoch = req.group_id, req.member_id, req.share_session_epoch
-    if group_id is None or not member_id_valid(member_id):
-        return _failed(version, req, ErrorCode.INVALID_REQUEST)
     try:
         ctx.broker.share_sessions.acknowledge_update(group_id, member_id, epoch)
     except SessionError as err:
-        return _failed(version, req, err.code)
+        return failed(version, req, err.code)
     acks = await acknowledge(ctx, group_id, member_id, req.topics, version >= 2 and req.is_renew_ack)
     if epoch == FINAL_EPOCH:
         close_session(ctx, group_id, member_id)
@@ -47,5 +39,5 @@ DESCRIPTOR = ApiDescriptor(
     ApiKey.SHARE_ACKNOWLEDGE, 1, 2, share_acknowledge,
     "share groups (KIP-932): acknowledgements in the member's share session; epoch -1 closes it",
     groups=named_group, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.READ),
-    error_response=_failed,
+    error_response=failed,
     version_notes={2: "renew acknowledgements (KIP-1222); the acquisition lock timeout in the answer"})

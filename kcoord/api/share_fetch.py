@@ -11,18 +11,13 @@ import asyncio
 
 from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, TopicAcl, TopicOperation, named_group
 from kcoord.api._leadership import node_endpoints, serving_error
-from kcoord.api._share_requests import (acknowledge, by_topic, close_session, member_id_valid, name_leader,
-                                        share_error, share_groups_enabled)
+from kcoord.api._share_requests import (acknowledge, by_topic, close_session, failed, name_leader, refusal,
+                                        share_error)
 from kcoord.security.acls import topic_gate
 from kcoord.share.sessions import FINAL_EPOCH, CachedPartition, SessionError
 from wire.errors import ErrorCode
 
 BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1   # share_acquire_mode
-
-
-def _failed(version: int, body, code: int) -> dict:
-    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": None, "acquisition_lock_timeout_ms": 0,
-            "responses": [], "node_endpoints": []}
 
 
 def _partition(code: ErrorCode = ErrorCode.NONE, records: bytes = b"", acquired=()) -> dict:
@@ -32,24 +27,20 @@ def _partition(code: ErrorCode = ErrorCode.NONE, records: bytes = b"", acquired=
                                   "delivery_count": a.delivery_count} for a in acquired]}
 
 
-def _renew_misuse(req) -> str | None:
-    """KIP-1222: a renewing request fetches nothing, and says so."""
-    nonzero = [f"{label} must be set to 0, " for label, value in
-               (("maxBytes", req.max_bytes), ("minBytes", req.min_bytes), ("maxRecords", req.max_records),
-                ("maxWaitMs", req.max_wait_ms)) if value != 0]
-    return "".join(nonzero) + "if isRenewAck is true." if nonzero else None
+def _renew_misuse(req) -> bool:
+    """KIP-1222: a renewing request must ask for no records (max_bytes, min_bytes, max_records and
+    max_wait_ms all 0): the time a fetch takes could outlast the locks it renews."""
+    return any(v != 0 for v in (req.max_bytes, req.min_bytes, req.max_records, req.max_wait_ms))
 
 
 async def share_fetch(ctx, req):
     version = ctx.api_version
-    if not share_groups_enabled(ctx.broker):
-        return _failed(version, req, ErrorCode.UNSUPPORTED_VERSION)
+    if (refused := refusal(ctx, req)) is not None:
+        return failed(version, req, refused)
     group_id, member_id, epoch = req.group_id, req.member_id, req.share_session_epoch
-    if group_id is None or not member_id_valid(member_id):
-        return _failed(version, req, ErrorCode.INVALID_REQUEST)
     renew = version >= 2 and req.is_renew_ack
-    if renew and _renew_misuse(req) is not None:
-        return _failed(version, req, ErrorCode.INVALID_REQUEST)
+    if renew and _renew_misuse(req):
+        return failed(version, req, ErrorCode.INVALID_REQUEST)
     store = ctx.broker.topics
     names = {}
     for t in req.topics:
@@ -66,11 +57,11 @@ async def share_fetch(ctx, req):
         if err.code == ErrorCode.SHARE_SESSION_LIMIT_REACHED:
             # As Kafka: the client is told after its max wait, not made to spin on the refusal.
             await asyncio.sleep(max(req.max_wait_ms, 0) / 1000)
-        return _failed(version, req, err.code)
+        return failed(version, req, err.code)
 
     acks = await acknowledge(ctx, group_id, member_id, req.topics, renew) if has_acks else {}
     if version >= 2 and req.share_acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
-        return _failed(version, req, ErrorCode.UNKNOWN_SERVER_ERROR)
+        return failed(version, req, ErrorCode.UNKNOWN_SERVER_ERROR)
     results, leaders = ({}, []) if renew else await _fetch(ctx, req, context.partitions(), epoch)
     error, answered = context.answer(results)
     for pid, (code, message) in acks.items():
@@ -147,5 +138,5 @@ DESCRIPTOR = ApiDescriptor(
     "share groups (KIP-932): share sessions per broker (closed with their connection, releasing the member's "
     "records), piggybacked acknowledgements, a long poll until records can be acquired",
     groups=named_group, group_acl=GroupAcl(GroupOperation.READ), topic_acl=TopicAcl(TopicOperation.READ),
-    error_response=_failed,
+    error_response=failed,
     version_notes={2: "record_limit acquisition (KIP-1206); renew acknowledgements (KIP-1222)"})

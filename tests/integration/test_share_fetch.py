@@ -130,6 +130,16 @@ def open_session(member: Member, pids) -> object:
     return answer
 
 
+def sessions_on_new_topic(server, topic: str, members: int = 1):
+    """A new one-partition topic and `members` members, each with a share session on it opened
+    before anything is produced: (the partition, the members)."""
+    pid = (make_topic(server, topic), 0)
+    opened = [Member(server.bootstrap) for _ in range(members)]
+    for member in opened:
+        open_session(member, [pid])
+    return pid, opened
+
+
 def test_acquire_acknowledge_and_nothing_is_delivered_again(server):
     tid = make_topic(server, "sf-accept")
     pid = (tid, 0)
@@ -148,10 +158,7 @@ def test_acquire_acknowledge_and_nothing_is_delivered_again(server):
 
 
 def test_release_delivers_again_with_delivery_count_two(server):
-    tid = make_topic(server, "sf-release")
-    pid = (tid, 0)
-    member = Member(server.bootstrap)
-    open_session(member, [pid])
+    pid, (member,) = sessions_on_new_topic(server, "sf-release")
     produce(server, "sf-release", b"a", b"b")
     assert acquired(member.fetch(max_wait_ms=5000), pid) == [(0, 1, 1)]
     answer = member.acknowledge({pid: [(0, 1, [RELEASE])]})
@@ -167,10 +174,7 @@ def test_release_delivers_again_with_delivery_count_two(server):
 
 
 def test_acknowledging_records_not_acquired_is_an_invalid_record_state(server):
-    tid = make_topic(server, "sf-bad-ack")
-    pid = (tid, 0)
-    member = Member(server.bootstrap)
-    open_session(member, [pid])
+    pid, (member,) = sessions_on_new_topic(server, "sf-bad-ack")
     produce(server, "sf-bad-ack", b"a", b"b")
     assert acquired(member.fetch(max_wait_ms=5000), pid) == [(0, 1, 1)]
     other = Member(server.bootstrap)
@@ -215,11 +219,7 @@ def test_session_epochs_and_their_errors(server):
 
 
 def test_closing_the_session_releases_the_members_records(server):
-    tid = make_topic(server, "sf-close")
-    pid = (tid, 0)
-    member, other = Member(server.bootstrap), Member(server.bootstrap)
-    open_session(member, [pid])
-    open_session(other, [pid])
+    pid, (member, other) = sessions_on_new_topic(server, "sf-close", members=2)
     produce(server, "sf-close", b"a", b"b")
     assert acquired(member.fetch(max_wait_ms=5000), pid) == [(0, 1, 1)]
     answer = member.acknowledge({pid: [(0, 0, [ACCEPT])]}, epoch=-1)
@@ -229,11 +229,7 @@ def test_closing_the_session_releases_the_members_records(server):
 
 
 def test_a_closed_connection_releases_its_members_records_at_once(server):
-    tid = make_topic(server, "sf-disconnect")
-    pid = (tid, 0)
-    member, other = Member(server.bootstrap), Member(server.bootstrap)
-    open_session(member, [pid])
-    open_session(other, [pid])
+    pid, (member, other) = sessions_on_new_topic(server, "sf-disconnect", members=2)
     produce(server, "sf-disconnect", b"a", b"b", b"c")
     assert acquired(member.fetch(max_wait_ms=5000), pid) == [(0, 2, 1)]
     assert acquired(other.fetch(max_wait_ms=0), pid) == []
@@ -249,10 +245,7 @@ def test_a_closed_connection_releases_its_members_records_at_once(server):
 
 
 def test_the_long_poll_answers_when_a_record_is_produced(server):
-    tid = make_topic(server, "sf-poll")
-    pid = (tid, 0)
-    member = Member(server.bootstrap)
-    open_session(member, [pid])
+    pid, (member,) = sessions_on_new_topic(server, "sf-poll")
     # Nothing to acquire: the answer at the end of the wait is empty.
     assert acquired(member.fetch(max_wait_ms=300), pid) == []
     before = server.requests_after(0, 78)
@@ -270,10 +263,7 @@ def test_the_long_poll_answers_when_a_record_is_produced(server):
 
 
 def test_max_records_and_record_limit_mode(server):
-    tid = make_topic(server, "sf-limit")
-    pid = (tid, 0)
-    member = Member(server.bootstrap)
-    open_session(member, [pid])
+    pid, (member,) = sessions_on_new_topic(server, "sf-limit")
     produce(server, "sf-limit", b"a", b"b", b"c", b"d")
     # KIP-1206 record_limit: exactly max_records, even inside a log batch.
     answer = member.fetch(max_wait_ms=5000, max_records=1, share_acquire_mode=1)
@@ -284,10 +274,7 @@ def test_max_records_and_record_limit_mode(server):
 
 
 def test_renew_extends_locks_and_is_refused_where_kafka_refuses_it(server):
-    tid = make_topic(server, "sf-renew")
-    pid = (tid, 0)
-    member = Member(server.bootstrap)
-    open_session(member, [pid])
+    pid, (member,) = sessions_on_new_topic(server, "sf-renew")
     produce(server, "sf-renew", b"a", b"b")
     assert acquired(member.fetch(max_wait_ms=5000), pid) == [(0, 1, 1)]
     # A renewing ShareFetch must ask for nothing else.
