@@ -127,8 +127,10 @@ async def _acquire(ctx, req, keys: list[tuple[str, int]]):
         remaining = deadline - loop.time()
         if remaining <= 0 or any(f.acquired or f.error for f in got.values()):
             return got
+        # Woken by what may make records acquirable from now on (an append, a release, a lock
+        # ending): nothing could be acquired just now, and nothing ran in between.
         try:
-            await asyncio.wait_for(shares.watch(keys, req.group_id), remaining)
+            await asyncio.wait_for(shares.watch(keys), remaining)
         except TimeoutError:
             pass
 
