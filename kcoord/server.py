@@ -56,19 +56,23 @@ class Connection:
         self.principal: str | None = None   # the SASL user name once logged in
         # Set by whoever answers a request that ends the connection (a failed login).
         self.close_after_response = False
-        self._on_close: list | None = None   # callables told once the connection is gone
+        # Callables told once the connection is gone (None: none yet; False: it is gone).
+        self._on_close: list | bool | None = None
 
     def on_close(self, callback) -> None:
-        """Call `callback(connection)` once this connection is gone, however it ended: state a
-        handler keeps for the connection (a share session) goes with it, as Kafka's broker tells
-        its ConnectionDisconnectListeners."""
+        """Call `callback(connection)` once this connection is gone, however it ended (at once if
+        it is gone already): state a handler keeps for the connection (a share session) goes with
+        it, as Kafka's broker tells its ConnectionDisconnectListeners."""
+        if self._on_close is False:
+            callback(self)
+            return
         if self._on_close is None:
             self._on_close = []
         if callback not in self._on_close:
             self._on_close.append(callback)
 
     def closed(self) -> None:
-        callbacks, self._on_close = self._on_close, None
+        callbacks, self._on_close = self._on_close, False
         for callback in callbacks or ():
             try:
                 callback(self)
