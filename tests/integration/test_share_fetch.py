@@ -301,6 +301,21 @@ def test_renew_extends_locks_and_is_refused_where_kafka_refuses_it(server):
     assert "acquisition_lock_timeout_ms" not in answer
 
 
+def test_renewed_locks_outlast_the_first_lock(kcoord_manual_clock_server):
+    """On the coordinator's manual clock: the 30 s lock of a renewed record ends 30 s after the renew."""
+    server = kcoord_manual_clock_server
+    on_loop(server, lambda: server.app.features.update({"share.version": 1}))
+    pid, (member, other) = sessions_on_new_topic(server, "sf-renew-clock", members=2)
+    produce(server, "sf-renew-clock", b"a")
+    assert acquired(member.fetch(), pid) == [(0, 0, 1)]
+    server.advance(20000)
+    assert partitions_of(member.acknowledge({pid: [(0, 0, [RENEW])]}, renew=True))[pid].error_code == 0
+    server.advance(20000)   # 40 s after the acquisition, 20 s after the renew
+    assert acquired(other.fetch(), pid) == []
+    server.advance(11000)   # the renewed lock has ended
+    assert acquired(other.fetch(), pid) == [(0, 0, 2)]
+
+
 @pytest.mark.kcoord(kafka_config={"group.share.max.share.sessions": "1"})
 def test_the_session_limit(server):
     tid = make_topic(server, "sf-sessions")
