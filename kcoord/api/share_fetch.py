@@ -27,6 +27,11 @@ def _partition(code: ErrorCode = ErrorCode.NONE, records: bytes = b"", acquired=
                                   "delivery_count": a.delivery_count} for a in acquired]}
 
 
+class UnknownAcquireMode(ValueError):
+    """Kafka's ShareAcquireMode.forId refuses the mode when records are to be acquired: the request
+    fails as a whole with UNKNOWN_SERVER_ERROR (after its acknowledgements)."""
+
+
 def _renew_misuse(req) -> bool:
     """KIP-1222: a renewing request must ask for no records (max_bytes, min_bytes, max_records and
     max_wait_ms all 0): the time a fetch takes could outlast the locks it renews."""
@@ -60,9 +65,10 @@ async def share_fetch(ctx, req):
         return failed(version, req, err.code)
 
     acks = await acknowledge(ctx, group_id, member_id, req.topics, renew) if has_acks else {}
-    if version >= 2 and req.share_acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+    try:
+        results, leaders = ({}, []) if renew else await _fetch(ctx, req, context.partitions(), epoch)
+    except UnknownAcquireMode:
         return failed(version, req, ErrorCode.UNKNOWN_SERVER_ERROR)
-    results, leaders = ({}, []) if renew else await _fetch(ctx, req, context.partitions(), epoch)
     error, answered = context.answer(results)
     for pid, (code, message) in acks.items():
         data = answered.setdefault(pid, _partition())
@@ -97,6 +103,8 @@ async def _fetch(ctx, req, partitions: list[CachedPartition], epoch: int):
             keys[(p.topic, p.index)] = pid
     results = {}
     if keys:
+        if ctx.api_version >= 2 and req.share_acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+            raise UnknownAcquireMode(req.share_acquire_mode)
         for key, fetched in (await _acquire(ctx, req, _rotated(list(keys), epoch))).items():
             code = share_error(fetched.error)
             results[keys[key]] = _partition(code, fetched.records, fetched.acquired)
