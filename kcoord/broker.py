@@ -7,11 +7,14 @@ does).
 """
 from __future__ import annotations
 
+import asyncio
+
 from kcoord.client_metrics import ClientMetricsStore
 from kcoord.config import ServerConfig
 from kcoord.features import FeatureLevels
 from kcoord.group_configs import GroupConfigs
 from kcoord.log.topics import TopicStore
+from kcoord.share.sessions import ShareSessionCache
 
 
 class Broker:
@@ -38,6 +41,13 @@ class Broker:
         self.transactions = None
         # kcoord.share.manager.ShareManager: the share-partitions, the kcoord's (set by the app).
         self.shares = None
+        # This broker's own share sessions: a share consumer keeps one with each broker it fetches from.
+        self.share_sessions = ShareSessionCache(config.group_share_max_share_sessions, self._share_member_gone)
+
+    def _share_member_gone(self, group_id: str, member_id: str, partitions: list[tuple[str, int]]) -> None:
+        """A share session's connection closed: the member's records in its partitions are released."""
+        if self.shares is not None and partitions:
+            asyncio.get_running_loop().create_task(self.shares.release_member(group_id, member_id, partitions))
 
     @property
     def node_id(self) -> int:

@@ -49,6 +49,7 @@ class ServerConfig:
     group_share_record_lock_duration_ms: int = default("group.share.record.lock.duration.ms")
     group_share_delivery_count_limit: int = default("group.share.delivery.count.limit")
     group_share_partition_max_record_locks: int = default("group.share.partition.max.record.locks")
+    group_share_max_share_sessions: int = default("group.share.max.share.sessions")
     share_coordinator_state_topic_partitions: int = default("share.coordinator.state.topic.num.partitions")
     share_coordinator_state_topic_replication_factor: int = default("share.coordinator.state.topic.replication.factor")
     share_coordinator_state_topic_min_isr: int = default("share.coordinator.state.topic.min.isr")

@@ -43,7 +43,7 @@ _DEFER_TOTAL_BYTES = 1 << 20
 class Connection:
     _next_id = 0
     # One per connection, tens of thousands per server: slots, not a __dict__ each.
-    __slots__ = ("id", "transport", "host", "port", "sasl", "principal", "close_after_response")
+    __slots__ = ("id", "transport", "host", "port", "sasl", "principal", "close_after_response", "_on_close")
 
     def __init__(self, transport: asyncio.BaseTransport):
         Connection._next_id += 1
@@ -56,6 +56,28 @@ class Connection:
         self.principal: str | None = None   # the SASL user name once logged in
         # Set by whoever answers a request that ends the connection (a failed login).
         self.close_after_response = False
+        # Callables told once the connection is gone (None: none yet; False: it is gone).
+        self._on_close: list | bool | None = None
+
+    def on_close(self, callback) -> None:
+        """Call `callback(connection)` once this connection is gone, however it ended (at once if
+        it is gone already): state a handler keeps for the connection (a share session) goes with
+        it, as Kafka's broker tells its ConnectionDisconnectListeners."""
+        if self._on_close is False:
+            callback(self)
+            return
+        if self._on_close is None:
+            self._on_close = []
+        if callback not in self._on_close:
+            self._on_close.append(callback)
+
+    def closed(self) -> None:
+        callbacks, self._on_close = self._on_close, False
+        for callback in callbacks or ():
+            try:
+                callback(self)
+            except Exception:   # one listener's failure must not keep the others from hearing
+                log.exception("a close callback of %s failed", self)
 
     def __repr__(self):
         return f"connection {self.id} from {self.host}:{self.port}"
@@ -164,6 +186,8 @@ class _ConnectionProtocol(asyncio.Protocol):
             self.task.cancel()
         if self.conn is not None and self.server._connections.pop(self, False) is None:
             self.server.limits.release(self.conn.host)
+        if self.conn is not None:
+            self.conn.closed()
 
     # ---------------------------------------------------------------- requests
     def _next_frame(self) -> bytes | None:

@@ -155,7 +155,7 @@ class ShareManager:
             if sp is None:
                 out[key] = (error, message)
                 continue
-            bad = _invalid_batches(batches)
+            bad = invalid_batches(batches)
             if bad is not None:
                 out[key] = (ErrorCode.INVALID_REQUEST, bad)
                 continue
@@ -279,7 +279,7 @@ class ShareManager:
         return out
 
 
-def _invalid_batches(batches: list[AckBatch]) -> str | None:
+def invalid_batches(batches: list[AckBatch]) -> str | None:
     """Kafka's checks of a partition's acknowledgement batches before any is applied
     (KafkaApis.validateAcknowledgementBatches; whether renew is allowed at the request's version
     is the handler's check)."""

@@ -132,6 +132,21 @@ class ShareWorkers:
     def accepted(self) -> set[int]:
         return {o for _, o, _ in self.acks("accept")}
 
+    def committed(self) -> set[int]:
+        """Offsets whose acceptance the broker confirmed: a commitSync that came back without a
+        failure followed it (an acceptance a worker printed is only the client's intent)."""
+        out: set[int] = set()
+        for w in self.workers:
+            pending: set[int] = set()
+            for e in w.events():
+                if e["event"] == "ack" and e["type"] == "accept":
+                    pending.add(e["offset"])
+                elif e["event"] == "commit":
+                    if not e["failed"]:
+                        out |= pending
+                    pending = set()
+        return out
+
     def commit_failures(self) -> list[str]:
         return [f"{w.name}: {f}" for w in self.workers for e in w.events() if e["event"] == "commit"
                 for f in e["failed"]]

@@ -80,6 +80,7 @@ KAFKA_DEFAULTS = {
     "group.share.record.lock.duration.ms": "30000",
     "group.share.delivery.count.limit": "5",
     "group.share.partition.max.record.locks": "2000",
+    "group.share.max.share.sessions": "2000",
     "share.coordinator.state.topic.num.partitions": "50",
     "share.coordinator.state.topic.replication.factor": "3",
     "share.coordinator.state.topic.min.isr": "2",
