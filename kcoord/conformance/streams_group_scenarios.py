@@ -443,6 +443,20 @@ async def _list_own(b: Broker, groups: list[str], states: list[str], types: list
         + ([_name(r.error_code)] if r.error_code else [])
 
 
+async def described_as_other_types(b: Broker, group: str) -> dict[str, str]:
+    """What DescribeGroups (v5, and v6 with error messages) and ConsumerGroupDescribe answer
+    for a group of another type."""
+    seen = {}
+    for version in (5, 6):
+        d = await _on(b, group, DESCRIBE_GROUPS, version, {"groups": [group], "include_authorized_operations": False})
+        g = d.groups[0]
+        seen[f"DescribeGroups v{version}"] = (f"{_name(g.error_code)} ({norm(g.get('error_message'))}) state "
+                                              f"{g.group_state!r} type {g.protocol_type!r}")
+    cg = await _on(b, group, CG_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})
+    seen["ConsumerGroupDescribe"] = f"{_name(cg.groups[0].error_code)} ({norm(cg.groups[0].error_message)})"
+    return seen
+
+
 async def leave_list_describe_delete(b: Broker) -> Outcome:
     """A member leaves (-1); the group as StreamsGroupDescribe, ListGroups (types and states
     filters), DescribeGroups and ConsumerGroupDescribe give it; DeleteGroups while a member is in
@@ -463,14 +477,7 @@ async def leave_list_describe_delete(b: Broker) -> Outcome:
                 "listed [consumer]": await _list_own(b, [group], [], ["consumer"]),
                 "listed [Stable]": await _list_own(b, [group], ["Stable"], []),
                 "listed [Empty]": await _list_own(b, [group], ["Empty"], [])}
-        for version in (5, 6):
-            d = await _on(b, group, DESCRIBE_GROUPS, version, {"groups": [group],
-                                                                "include_authorized_operations": False})
-            g = d.groups[0]
-            seen[f"DescribeGroups v{version}"] = (f"{_name(g.error_code)} ({norm(g.get('error_message'))}) state "
-                                                  f"{g.group_state!r} type {g.protocol_type!r}")
-        cg = await _on(b, group, CG_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})
-        seen["ConsumerGroupDescribe"] = f"{_name(cg.groups[0].error_code)} ({norm(cg.groups[0].error_message)})"
+        seen.update(await described_as_other_types(b, group))
         dg = await _on(b, group, DELETE_GROUPS, 2, {"groups_names": [group]})
         seen["delete while members"] = _name(dg.results[0].error_code)
         left_c = await c.hb(-1)
