@@ -8,6 +8,9 @@ fenced (`_fence`)."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import struct
+from typing import Iterable, Mapping
 
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
@@ -105,3 +108,18 @@ class ModernProtocol:
         value["removed_members"] = list(dict.fromkeys(group.removed_since_record))
         group.removed_since_record.clear()
         self.ctx.write(self._group_record(group.group_id, value, group))
+
+
+def topics_digest(names: Iterable[str], topics: Mapping[str, tuple[str, int]]) -> int:
+    """A group's metadata hash: a 64-bit digest of the topics it needs that exist (id, name,
+    partition count), which moves when one is created, deleted or grows. Kafka hashes the same
+    with XXH3 (and the partitions' racks); only whether it changed matters, so kcoord's own
+    digest serves (docs/deviations.md)."""
+    present = [name for name in sorted(set(names)) if name in topics]
+    if not present:
+        return 0
+    h = hashlib.blake2b(digest_size=8)
+    for name in present:
+        tid, count = topics[name]
+        h.update(f"{tid}\0{name}\0{count}\0".encode())
+    return struct.unpack(">q", h.digest())[0]

@@ -524,7 +524,7 @@ class ConsumerProtocol(ModernProtocol):
         group = self.groups.get(group_id)
         if group is None:
             # Kafka describes a group it cannot describe by its id and error alone: no state.
-            if group_id in ctx.groups or group_id in ctx.streams_groups:
+            if group_id in ctx.groups or group_id in ctx.streams_groups or group_id in ctx.share_groups:
                 return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND,
                                                 f"Group {group_id} is not a consumer group.", state="")
             return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.",

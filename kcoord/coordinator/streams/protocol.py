@@ -21,15 +21,13 @@ source topic regexes (INVALID_REQUEST): so does kcoord.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
-import struct
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
-from kcoord.coordinator.modern import ModernProtocol
+from kcoord.coordinator.modern import ModernProtocol, topics_digest
 from kcoord.coordinator.records import StreamsGroupRecord
 from kcoord.coordinator.results import Refused
 from kcoord.coordinator.streams import snapshot as snap
@@ -523,7 +521,7 @@ class StreamsProtocol(ModernProtocol):
             return {"error_code": ctx.availability(group_id), "group_id": group_id}
         group = self.groups.get(group_id)
         if group is None:
-            known = group_id in ctx.groups or group_id in ctx.consumer_groups
+            known = group_id in ctx.groups or group_id in ctx.consumer_groups or group_id in ctx.share_groups
             return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "group_id": group_id,
                     "error_message": f"Group {group_id} is not a streams group." if known
                     else f"Group {group_id} not found."}
@@ -629,14 +627,4 @@ class StreamsProtocol(ModernProtocol):
 
 
 def _metadata_hash(topology: StreamsTopology, topics: Mapping[str, tuple[str, int]]) -> int:
-    """A 64-bit digest of the required topics that exist (id, name, partition count): it moves when
-    one is created, deleted or grows. Kafka hashes the same with XXH3 (and the partitions' racks);
-    only whether it changed matters, so kcoord's own digest serves (docs/deviations.md)."""
-    present = [name for name in sorted(topology.required_topics()) if name in topics]
-    if not present:
-        return 0
-    h = hashlib.blake2b(digest_size=8)
-    for name in present:
-        tid, count = topics[name]
-        h.update(f"{tid}\0{name}\0{count}\0".encode())
-    return struct.unpack(">q", h.digest())[0]
+    return topics_digest(topology.required_topics(), topics)
