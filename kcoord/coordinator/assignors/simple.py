@@ -192,8 +192,8 @@ def _homogeneous(member_ids: list[str], members: Mapping[str, MemberSpec], topic
     subscribed_set = set(subscribed)
 
     def partition_members(key) -> JavaHashTable:
+        by_partition.add_first(key)   # computeIfAbsent: the table may grow even when the key is there
         if key not in by_partition_members:
-            by_partition.add_first(key)
             by_partition_members[key] = JavaHashTable(integer_hash)
         return by_partition_members[key]
 
@@ -264,7 +264,7 @@ def _homogeneous(member_ids: list[str], members: Mapping[str, MemberSpec], topic
         member_partitions(index).add(key)
 
     _assign_remaining(by_partition, by_partition_members, unfilled, sharing, counts,
-                      lambda i: len(member_partitions(i)), give)
+                      lambda i: len(by_member[i]), give)
     return a.result(member_ids)
 
 
@@ -300,14 +300,14 @@ def _assign_topic(topic_id: str, n: int, partitions: list[int], subs: list[int],
     by_member_partitions: dict[int, JavaHashTable] = {}
 
     def partition_members(p: int, capacity: int | None = None) -> JavaHashTable:
+        by_partition.add_first(p)   # computeIfAbsent: the table may grow even when the key is there
         if p not in by_partition_members:
-            by_partition.add_first(p)
             by_partition_members[p] = JavaHashTable(integer_hash, capacity)
         return by_partition_members[p]
 
     def member_partitions(index: int) -> JavaHashTable:
+        by_member.add_first(index)
         if index not in by_member_partitions:
-            by_member.add_first(index)
             by_member_partitions[index] = JavaHashTable(integer_hash)
         return by_member_partitions[index]
 
@@ -358,4 +358,4 @@ def _assign_topic(topic_id: str, n: int, partitions: list[int], subs: list[int],
         member_partitions(index).add(p)
 
     _assign_remaining(by_partition, by_partition_members, unfilled, sharing, counts,
-                      lambda i: len(member_partitions(i)), give)
+                      lambda i: len(by_member_partitions[i]), give)
