@@ -115,3 +115,15 @@ def test_a_share_group_comes_back_as_it_was_after_kill_9_of_kcoord(tmp_path):
     finally:
         kill(server)
         log.close()
+
+
+def test_share_version_0_turns_share_groups_off_as_on_kafka(kcoord_server):
+    async def set_level(level: int):
+        kcoord_server.app.features.update({"share.version": level})
+    kcoord_server.call(lambda: set_level(0))
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    with Connection.to(kcoord_server.bootstrap, 10.0) as conn:
+        assert _hb(conn, group, str(uuid.uuid4()), 0, ["t"])[0] is ErrorCode.UNSUPPORTED_VERSION
+        assert ErrorCode(_describe(conn, group).error_code) is ErrorCode.UNSUPPORTED_VERSION
+        kcoord_server.call(lambda: set_level(1))
+        assert _hb(conn, group, str(uuid.uuid4()), 0, ["t"])[0] is ErrorCode.NONE
