@@ -4,9 +4,8 @@ Translation only: every rule lives in kcoord.coordinator.share.protocol. What Ka
 around the coordinator is here: the share.version gate, the member id's check, and DESCRIBE on
 every subscribed topic.
 """
-import uuid
-
 from kcoord.api import ApiDescriptor, ApiKey, GroupAcl, GroupOperation, TopicAcl, TopicOperation, named_group
+from kcoord.api.consumer_group_heartbeat import heartbeat_answer
 from kcoord.coordinator.share.protocol import ShareHeartbeatRequest
 from kcoord.security.acls import topic_gate
 from wire.errors import ErrorCode
@@ -31,13 +30,7 @@ async def share_group_heartbeat(ctx, req):
         subscribed_topic_names=None if names is None else list(names),
         # As Kafka prints an InetAddress: "/127.0.0.1".
         client_id=ctx.client_id or "", client_host="/" + ctx.client_host))
-    assignment = None
-    if result.assignment is not None:
-        assignment = {"topic_partitions": [{"topic_id": uuid.UUID(t), "partitions": ps}
-                                           for t, ps in result.assignment.items()]}
-    return {"throttle_time_ms": 0, "error_code": result.error, "error_message": result.message,
-            "member_id": result.member_id, "member_epoch": result.member_epoch,
-            "heartbeat_interval_ms": result.heartbeat_interval_ms, "assignment": assignment}
+    return heartbeat_answer(result)
 
 
 def _failed(version, body, code, message=None):

@@ -10,11 +10,40 @@ from __future__ import annotations
 import functools
 import hashlib
 import struct
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
+from kcoord.coordinator.results import Refused
 from wire.errors import ErrorCode
+
+
+class ModernGroup:
+    """What a streams and a share group hold alike (mixed into their dataclasses, which have
+    `members`, `target`, `group_epoch` and `removed_since_record`): members by id, each with a
+    target, and the members removed since the group was last recorded (their tombstones)."""
+
+    @property
+    def generation(self) -> int:   # what events carry as the generation: the group epoch
+        return self.group_epoch
+
+    def put(self, member) -> None:
+        self.members[member.member_id] = member
+
+    def remove(self, member_id: str) -> None:
+        self.members.pop(member_id, None)
+        self.target.pop(member_id, None)
+        self.removed_since_record.append(member_id)
+
+    def is_empty(self) -> bool:
+        return not self.members
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def is_in(self, *states) -> bool:
+        return self.state in states
 
 
 class ModernProtocol:
@@ -43,6 +72,34 @@ class ModernProtocol:
 
     def _group_record(self, group_id: str, value: dict | None, group=None):
         raise NotImplementedError
+
+    def _group_for(self, req):
+        """The request's group: the one held, or a new one it may create (Refused otherwise)."""
+        raise NotImplementedError
+
+    def _heartbeat(self, req, group):
+        raise NotImplementedError
+
+    def _restore_point(self, group) -> Callable[[], object]:
+        """What gives back `group` as it is now (a failed heartbeat's undo)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------- heartbeat
+    def _heartbeat_or_undo(self, req):
+        group = self._group_for(req)
+        existed = self.groups.get(group.group_id) is group
+        restore = self._restore_point(group) if existed else None
+        mark = self.ctx.event_mark()
+        try:
+            return self._heartbeat(req, group)
+        except Refused:
+            # Kafka applies none of a failed heartbeat's records: the group is put back.
+            self.ctx.drop_events_since(mark)
+            if restore is None:
+                self.groups.pop(group.group_id, None)
+            else:
+                self.groups[group.group_id] = restore()
+            raise
 
     # ------------------------------------------------------------------ timers
     def session_key(self, group_id: str, member_id: str) -> str:

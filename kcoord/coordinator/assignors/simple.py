@@ -119,33 +119,101 @@ class _Assignments:
         return {mid: (self.new.get(i) or self.old[i]).result() for i, mid in enumerate(member_ids)}
 
 
-def _assign_remaining(by_partition: JavaHashTable, by_partition_members: dict, unfilled: set[int],
-                      sharing: int, counts: list[int], held_count, give) -> None:
-    """Kafka's assignRemainingPartitions: one pass over the partitions, cycling through the
-    unfilled members; a member at its count leaves the cycle."""
-    if not unfilled:
-        return
-    it = _UnfilledIterator(unfilled)
-    assigned_this_round = False
-    for key in list(by_partition):
-        assigned = by_partition_members[key]
-        if len(assigned) < sharing:
-            to_make = sharing - len(assigned)
-            while to_make > 0:
-                if not it.has_next():
-                    if not assigned_this_round:
-                        break
-                    it = _UnfilledIterator(unfilled)
-                    assigned_this_round = False
-                index = it.next()
-                if index not in assigned:   # Kafka never adds to `assigned` here
-                    give(index, key)
-                    to_make -= 1
-                    assigned_this_round = True
-                    if held_count(index) >= counts[index]:
-                        unfilled.discard(index)
+class _Holders:
+    """Kafka's finalAssignmentByPartition and finalAssignmentByMember: the members holding each
+    partition and the partitions each member holds, as Java's hash tables walk them. A key is a
+    (topic id, partition) pair (homogeneous) or a partition of the one topic being assigned
+    (heterogeneous); `topic_partition` names its topic and partition."""
+
+    def __init__(self, key_hash, capacity: int, members_capacity: int | None, topic_partition):
+        self.key_hash = key_hash
+        self.topic_partition = topic_partition
+        self.partitions = JavaHashTable(key_hash, capacity)
+        self.holders: dict = {}
+        self.members = JavaHashTable(integer_hash, members_capacity)
+        self.held: dict[int, JavaHashTable] = {}
+
+    def of_partition(self, key, capacity: int | None = None) -> JavaHashTable:
+        self.partitions.add_first(key)   # computeIfAbsent: the table may grow even when the key is there
+        if key not in self.holders:
+            self.holders[key] = JavaHashTable(integer_hash, capacity)
+        return self.holders[key]
+
+    def of_member(self, index: int) -> JavaHashTable:
+        self.members.add_first(index)
+        if index not in self.held:
+            self.held[index] = JavaHashTable(self.key_hash)
+        return self.held[index]
+
+    def hold(self, index: int, key) -> None:
+        self.of_partition(key).add(index)
+        self.of_member(index).add(key)
+
+    def count(self, index: int) -> int:
+        held = self.held.get(index)
+        return 0 if held is None else len(held)
+
+    def revoke_excess(self, order, counts: list[int], a: "_Assignments") -> None:
+        """revokeOverfilledMembers: each member of `order` over its count gives up the partitions
+        it holds first in its set's order."""
+        for index in order:
+            mine = self.held[index]
+            for key in list(mine):
+                if len(mine) <= counts[index]:
+                    break
+                topic_id, p = self.topic_partition(key)
+                a.copy_for(index).sets[topic_id].discard(p)
+                self.holders[key].discard(index)
+                mine.discard(key)
+
+    def revoke_overshared(self, sharing: int, a: "_Assignments", revoked=lambda index: None) -> None:
+        """revokeOversharedPartitions: a partition held by more members than desired is taken from
+        the first of them in its set's order."""
+        for key in list(self.partitions):
+            assigned = self.holders[key]
+            left = len(assigned)
+            if left <= sharing:
+                continue
+            topic_id, p = self.topic_partition(key)
+            for index in list(assigned):
+                ps = a.copy_for(index).sets.get(topic_id)
+                if ps is not None and p in ps:
+                    ps.discard(p)
+                    left -= 1
+                    assigned.discard(index)
+                    self.held[index].discard(key)
+                    revoked(index)
+                if left <= sharing:
+                    break
+
+    def assign_remaining(self, unfilled: set[int], sharing: int, counts: list[int], a: "_Assignments") -> None:
+        """assignRemainingPartitions: one pass over the partitions, cycling through the unfilled
+        members; a member at its count leaves the cycle."""
         if not unfilled:
-            break
+            return
+        it = _UnfilledIterator(unfilled)
+        assigned_this_round = False
+        for key in list(self.partitions):
+            assigned = self.holders[key]
+            if len(assigned) < sharing:
+                to_make = sharing - len(assigned)
+                while to_make > 0:
+                    if not it.has_next():
+                        if not assigned_this_round:
+                            break
+                        it = _UnfilledIterator(unfilled)
+                        assigned_this_round = False
+                    index = it.next()
+                    if index not in assigned:   # Kafka never adds to `assigned` here
+                        topic_id, p = self.topic_partition(key)
+                        a.copy_for(index).add(topic_id, p)
+                        self.of_member(index).add(key)
+                        to_make -= 1
+                        assigned_this_round = True
+                        if len(self.held[index]) >= counts[index]:
+                            unfilled.discard(index)
+            if not unfilled:
+                break
 
 
 class SimpleAssignor:
@@ -184,23 +252,10 @@ def _homogeneous(member_ids: list[str], members: Mapping[str, MemberSpec], topic
     sharing = (n + len(partitions) - 1) // len(partitions) if partitions else 0
     counts = _desired_counts(sharing, len(partitions), n)
     a = _Assignments(member_ids, members)
-    by_partition = JavaHashTable(_tp_hash, _expected_capacity(len(partitions)))
-    by_partition_members: dict[tuple[str, int], JavaHashTable] = {}
-    by_member: dict[int, JavaHashTable] = {}
+    h = _Holders(_tp_hash, _expected_capacity(len(partitions)), _expected_capacity(n), lambda key: key)
     unfilled: set[int] = set()
     overfilled: set[int] = set()
     subscribed_set = set(subscribed)
-
-    def partition_members(key) -> JavaHashTable:
-        by_partition.add_first(key)   # computeIfAbsent: the table may grow even when the key is there
-        if key not in by_partition_members:
-            by_partition_members[key] = JavaHashTable(integer_hash)
-        return by_partition_members[key]
-
-    def member_partitions(index: int) -> JavaHashTable:
-        if index not in by_member:
-            by_member[index] = JavaHashTable(_tp_hash)
-        return by_member[index]
 
     # 1. what each member keeps of the subscribed topics
     for index, old in enumerate(a.old):
@@ -210,10 +265,8 @@ def _homogeneous(member_ids: list[str], members: Mapping[str, MemberSpec], topic
             if topic_id in subscribed_set:
                 for p in held:
                     count += 1
-                    partition_members((topic_id, p)).add(index)
-                    member_partitions(index).add((topic_id, p))
-                    if count >= counts[index]:
-                        copied = True
+                    h.hold(index, (topic_id, p))
+                    copied = copied or count >= counts[index]
             else:
                 copied = True
         if copied:
@@ -227,44 +280,11 @@ def _homogeneous(member_ids: list[str], members: Mapping[str, MemberSpec], topic
         elif count > counts[index]:
             overfilled.add(index)
 
-    # 2. members over their count give up the excess
-    for index in sorted(overfilled):
-        mine = by_member[index]
-        for key in list(mine):
-            if len(mine) <= counts[index]:
-                break
-            a.new[index].sets[key[0]].discard(key[1])
-            by_partition_members[key].discard(index)
-            mine.discard(key)
-
-    # 3. partitions shared more than desired
-    for key in list(by_partition):
-        assigned = by_partition_members[key]
-        left = len(assigned)
-        if left <= sharing:
-            continue
-        for index in list(assigned):
-            held = a.copy_for(index)
-            ps = held.sets.get(key[0])
-            if ps is not None and key[1] in ps:
-                ps.discard(key[1])
-                left -= 1
-                assigned.discard(index)
-                by_member[index].discard(key)
-                unfilled.add(index)
-            if left <= sharing:
-                break
-
-    # 4. the rest, round-robin over the members below their count
-    for key in partitions:
-        partition_members(key)
-
-    def give(index: int, key) -> None:
-        a.copy_for(index).add(key[0], key[1])
-        member_partitions(index).add(key)
-
-    _assign_remaining(by_partition, by_partition_members, unfilled, sharing, counts,
-                      lambda i: len(by_member[i]), give)
+    h.revoke_excess(sorted(overfilled), counts, a)            # 2. members over their count
+    h.revoke_overshared(sharing, a, revoked=unfilled.add)     # 3. partitions shared more than desired
+    for key in partitions:                                    # 4. the rest, round-robin
+        h.of_partition(key)
+    h.assign_remaining(unfilled, sharing, counts, a)
     return a.result(member_ids)
 
 
@@ -294,68 +314,15 @@ def _assign_topic(topic_id: str, n: int, partitions: list[int], subs: list[int],
     counts = [0] * n
     for i, c in enumerate(_desired_counts(sharing, len(partitions), len(subs))):
         counts[subs[i]] = c
-    by_partition = JavaHashTable(integer_hash, _expected_capacity(len(partitions)))
-    by_partition_members: dict[int, JavaHashTable] = {}
-    by_member = JavaHashTable(integer_hash, _expected_capacity(len(subs)))
-    by_member_partitions: dict[int, JavaHashTable] = {}
-
-    def partition_members(p: int, capacity: int | None = None) -> JavaHashTable:
-        by_partition.add_first(p)   # computeIfAbsent: the table may grow even when the key is there
-        if p not in by_partition_members:
-            by_partition_members[p] = JavaHashTable(integer_hash, capacity)
-        return by_partition_members[p]
-
-    def member_partitions(index: int) -> JavaHashTable:
-        by_member.add_first(index)
-        if index not in by_member_partitions:
-            by_member_partitions[index] = JavaHashTable(integer_hash)
-        return by_member_partitions[index]
-
+    h = _Holders(integer_hash, _expected_capacity(len(partitions)), _expected_capacity(len(subs)),
+                 lambda p: (topic_id, p))
     # 1. what each member holds of the topic (every topic walked here is subscribed by someone)
     for index, old in enumerate(a.old):
-        held = old.sets.get(topic_id)
-        if held is None:
-            continue
-        for p in held:
-            partition_members(p).add(index)
-            member_partitions(index).add(p)
-
-    # 2. members over their count in this topic give up the excess
-    for index in list(by_member):
-        mine = by_member_partitions[index]
-        if len(mine) <= counts[index]:
-            continue
-        for p in list(mine):
-            if len(mine) <= counts[index]:
-                break
-            by_partition_members[p].discard(index)
-            mine.discard(p)
-            a.copy_for(index).sets[topic_id].discard(p)
-
-    # 3. partitions shared more than desired
-    for p in list(by_partition):
-        assigned = by_partition_members[p]
-        left = len(assigned)
-        if left <= sharing:
-            continue
-        for index in list(assigned):
-            ps = a.copy_for(index).sets.get(topic_id)
-            if ps is not None and p in ps:
-                ps.discard(p)
-                left -= 1
-                assigned.discard(index)
-                by_member_partitions[index].discard(p)
-            if left <= sharing:
-                break
-
-    # 4. the rest, round-robin over this topic's subscribers below their count
-    for p in partitions:
-        partition_members(p, _expected_capacity(len(subs)))
-    unfilled = {i for i in subs if len(by_member_partitions.get(i, ())) < counts[i]}
-
-    def give(index: int, p: int) -> None:
-        a.copy_for(index).add(topic_id, p)
-        member_partitions(index).add(p)
-
-    _assign_remaining(by_partition, by_partition_members, unfilled, sharing, counts,
-                      lambda i: len(by_member_partitions[i]), give)
+        for p in old.sets.get(topic_id, ()):
+            h.of_partition(p).add(index)
+            h.of_member(index).add(p)
+    h.revoke_excess([i for i in h.members if h.count(i) > counts[i]], counts, a)   # 2.
+    h.revoke_overshared(sharing, a)                                                 # 3.
+    for p in partitions:                                                            # 4.
+        h.of_partition(p, _expected_capacity(len(subs)))
+    h.assign_remaining({i for i in subs if h.count(i) < counts[i]}, sharing, counts, a)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from kcoord.coordinator.modern import ModernGroup
+
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 
@@ -49,7 +51,7 @@ class ShareMember:
 
 
 @dataclass(eq=False)
-class ShareGroup:
+class ShareGroup(ModernGroup):
     group_id: str
     group_epoch: int = 0
     metadata_hash: int = 0
@@ -66,36 +68,14 @@ class ShareGroup:
     protocol_type = "share"  # what DescribeGroups and ListGroups tell of it
 
     @property
-    def generation(self) -> int:
-        return self.group_epoch
-
-    @property
-    def protocol_name(self) -> str:
+    def protocol_name(self) -> str:   # events name the assignor here
         return "simple"
-
-    def put(self, member: ShareMember) -> None:
-        self.members[member.member_id] = member
-
-    def remove(self, member_id: str) -> None:
-        self.members.pop(member_id, None)
-        self.target.pop(member_id, None)
-        self.removed_since_record.append(member_id)
-
-    def is_empty(self) -> bool:
-        return not self.members
-
-    @property
-    def size(self) -> int:
-        return len(self.members)
 
     @property
     def state(self) -> ShareGroupState:
         if self.dead:
             return ShareGroupState.DEAD
         return ShareGroupState.EMPTY if not self.members else ShareGroupState.STABLE
-
-    def is_in(self, *states) -> bool:
-        return self.state in states
 
     def subscribed_topic_names(self) -> set[str]:
         return {n for m in self.members.values() for n in m.subscribed_topic_names}

@@ -151,21 +151,9 @@ class ShareProtocol(ModernProtocol):
                           f"member epoch ({member.previous_member_epoch}). The member must abandon all its "
                           "partitions and rejoin.")
 
-    def _heartbeat_or_undo(self, req: ShareHeartbeatRequest) -> ShareHeartbeatResult:
-        group = self._group_for(req)
-        existed = self.groups.get(group.group_id) is group
-        restore_point = snap.snapshot(group) if existed else None
-        mark = self.ctx.event_mark()
-        try:
-            return self._heartbeat(req, group)
-        except Refused:
-            # Kafka applies none of a failed heartbeat's records: the group is put back.
-            self.ctx.drop_events_since(mark)
-            if restore_point is None:
-                self.groups.pop(group.group_id, None)
-            else:
-                self.groups[group.group_id] = snap.restore(restore_point)
-            raise
+    def _restore_point(self, group: ShareGroup):
+        value = snap.snapshot(group)
+        return lambda: snap.restore(value)
 
     def _heartbeat(self, req: ShareHeartbeatRequest, group: ShareGroup) -> ShareHeartbeatResult:
         ctx = self.ctx

@@ -200,25 +200,14 @@ class StreamsProtocol(ModernProtocol):
                               f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
                               "partitions and rejoin.")
 
-    def _heartbeat_or_undo(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatResult:
-        ctx = self.ctx
-        group = self._group_for(req)
-        existed = self.groups.get(group.group_id) is group
-        restore_point = snap.snapshot(group) if existed else None
-        configured = group.configured
-        mark = ctx.event_mark()
-        try:
-            return self._heartbeat(req, group)
-        except Refused:
-            # Kafka applies none of a failed heartbeat's records: the group is put back.
-            ctx.drop_events_since(mark)
-            if restore_point is None:
-                self.groups.pop(group.group_id, None)
-            else:
-                restored = snap.restore(restore_point)
-                restored.configured = configured
-                self.groups[group.group_id] = restored
-            raise
+    def _restore_point(self, group: StreamsGroup):
+        value, configured = snap.snapshot(group), group.configured
+
+        def restore() -> StreamsGroup:
+            restored = snap.restore(value)
+            restored.configured = configured   # worked out from the topics, never recorded
+            return restored
+        return restore
 
     def _heartbeat(self, req: StreamsHeartbeatRequest, group: StreamsGroup) -> StreamsHeartbeatResult:
         ctx = self.ctx
