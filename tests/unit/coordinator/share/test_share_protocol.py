@@ -70,9 +70,10 @@ def test_a_second_member_shares_the_partitions_and_the_first_gets_its_new_ones_a
     h = ShareHarness()
     h.join("m1")
     r2 = h.hb("m2")   # the partitions are assignable already: assigned at the join
-    assert r2.member_epoch == 3 and h.parts(r2) == [0]
+    # Which partition m2 takes follows Java's hash order of the (random) topic id: one of three.
+    assert r2.member_epoch == 3 and len(h.parts(r2)) == 1
     r1 = h.hb("m1", 2)   # no revocation step: straight to the new target
-    assert r1.member_epoch == 3 and h.parts(r1) == [1, 2]
+    assert r1.member_epoch == 3 and sorted(h.parts(r1) + h.parts(r2)) == [0, 1, 2]
 
 
 def test_more_members_than_partitions_each_partition_goes_to_several():
