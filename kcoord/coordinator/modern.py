@@ -1,6 +1,8 @@
-"""What the consumer (KIP-848) and streams (KIP-1071) group protocols share, as Kafka's
-modern/ groups share it: each member's session and rebalance timers, fencing when one fires,
-the fault hook that fences at once, deleting an empty group, and writing the group whole.
+"""What the consumer (KIP-848), streams (KIP-1071) and share (KIP-932) group protocols share, as
+Kafka's modern/ groups share it: each member's session and rebalance timers, fencing when one
+fires, the fault hook that fences at once, deleting an empty group, writing the group whole, the
+heartbeat's outline with the undo of a refused one (streams and share), and the topics a member
+may subscribe to.
 
 A subclass names its group type (`kind`: the timers' keys, the per-group config prefix), its
 session timeout's broker default, its record type and its snapshot, and says how a member is
@@ -47,8 +49,10 @@ class ModernGroup:
 
 
 class ModernProtocol:
-    kind = ""                 # "consumer" or "streams"
+    kind = ""                 # "consumer", "streams" or "share"
     session_expired = "the member session expired"
+    leave_epochs: tuple[int, ...] = (-1, -2)   # the member epochs that leave the group
+    result_type: type = type(None)             # the heartbeat's answer: (error, message, ...)
 
     def __init__(self, ctx: CoordinatorContext):
         self.ctx = ctx
@@ -85,6 +89,26 @@ class ModernProtocol:
         raise NotImplementedError
 
     # ------------------------------------------------------------- heartbeat
+    def heartbeat(self, req):
+        """A heartbeat: the request's own checks, the coordinator's availability, then a leave,
+        or a join or heartbeat (undone as a whole if it is refused on the way)."""
+        try:
+            self._validate(req)
+            error = self.ctx.availability(req.group_id)
+            if error:
+                return self.result_type(error)
+            if req.member_epoch in self.leave_epochs:
+                return self._leave(req)
+            return self._heartbeat_or_undo(req)
+        except Refused as refused:
+            return self.result_type(refused.error, refused.message)
+
+    def _validate(self, req) -> None:
+        raise NotImplementedError
+
+    def _leave(self, req):
+        raise NotImplementedError
+
     def _heartbeat_or_undo(self, req):
         group = self._group_for(req)
         existed = self.groups.get(group.group_id) is group
@@ -100,6 +124,15 @@ class ModernProtocol:
             else:
                 self.groups[group.group_id] = restore()
             raise
+
+    # ---------------------------------------------------------------- topics
+    def _topics(self) -> dict[str, tuple[str, int]]:
+        """Every topic a member may subscribe to: name -> (id text, partition count)."""
+        store = getattr(self.ctx.topics, "topics", None)
+        if not isinstance(store, dict):
+            return {}
+        return {name: (str(t.topic_id), len(t.partitions)) for name, t in store.items()
+                if not getattr(t, "internal", False)}
 
     # ------------------------------------------------------------------ timers
     def session_key(self, group_id: str, member_id: str) -> str:

@@ -106,17 +106,11 @@ class ShareProtocol(ModernProtocol):
         return self.ctx.share_groups
 
     # ================================================================ heartbeat
-    def heartbeat(self, req: ShareHeartbeatRequest) -> ShareHeartbeatResult:
-        ctx = self.ctx
-        try:
-            validate(req)
-            if ctx.availability(req.group_id):
-                return ShareHeartbeatResult(ctx.availability(req.group_id))
-            if req.member_epoch == LEAVE_EPOCH:
-                return self._leave(req)
-            return self._heartbeat_or_undo(req)
-        except Refused as refused:
-            return ShareHeartbeatResult(refused.error, refused.message)
+    leave_epochs = (LEAVE_EPOCH,)
+    result_type = ShareHeartbeatResult
+
+    def _validate(self, req: ShareHeartbeatRequest) -> None:
+        validate(req)
 
     def other_kind(self, group_id: str) -> bool:
         """A group of another type holds the id."""
@@ -264,14 +258,6 @@ class ShareProtocol(ModernProtocol):
                 group.initialized[tid] = (name, frozenset(range(count)))
 
     # ------------------------------------------------------------- assignment
-    def _topics(self) -> dict[str, tuple[str, int]]:
-        """Every topic a member may subscribe to: name -> (id text, partition count)."""
-        store = getattr(self.ctx.topics, "topics", None)
-        if not isinstance(store, dict):
-            return {}
-        return {name: (str(t.topic_id), len(t.partitions)) for name, t in store.items()
-                if not getattr(t, "internal", False)}
-
     def _maybe_update_target(self, group: ShareGroup, updating: str | None = None) -> None:
         ctx = self.ctx
         if group.assignment_epoch >= group.group_epoch:

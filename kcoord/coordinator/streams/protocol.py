@@ -159,17 +159,11 @@ class StreamsProtocol(ModernProtocol):
         return self.ctx.streams_groups
 
     # ================================================================ heartbeat
-    def heartbeat(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatResult:
-        ctx = self.ctx
-        try:
-            validate(req)
-            if ctx.availability(req.group_id):
-                return StreamsHeartbeatResult(ctx.availability(req.group_id))
-            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                return self._leave(req)
-            return self._heartbeat_or_undo(req)
-        except Refused as refused:
-            return StreamsHeartbeatResult(refused.error, refused.message)
+    leave_epochs = (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
+    result_type = StreamsHeartbeatResult
+
+    def _validate(self, req: StreamsHeartbeatRequest) -> None:
+        validate(req)
 
     def _group_for(self, req: StreamsHeartbeatRequest) -> StreamsGroup:
         ctx = self.ctx
