@@ -79,6 +79,7 @@ class Problem:
     topics: list[Topic]
     members: list[Member]
     subscription_type: str  # "homogeneous" | "heterogeneous"
+    assignable: dict[str, list[int]] | None = None   # simple: topic id -> partitions (None: all)
 
     def to_json(self) -> dict:
         names = {t.topic_id: t.name for t in self.topics}
@@ -91,6 +92,7 @@ class Problem:
             "members": [{"id": m.member_id, "instance": m.instance_id, "rack": m.rack_id,
                          "topics": [names[t] for t in order if t in m.topics] + m.ghosts,
                          "assigned": [[t, ps] for t, ps in m.assigned]} for m in self.members],
+            **({} if self.assignable is None else {"assignable": self.assignable}),
         }
 
     def specs(self) -> tuple[dict[str, MemberSpec], dict[str, TopicSpec]]:
@@ -107,7 +109,10 @@ class Problem:
 
     def solve_in_python_raw(self) -> dict:
         from kcoord.coordinator.assignors import assignors
+        from kcoord.coordinator.assignors.simple import SimpleAssignor
         members, topics = self.specs()
+        if self.assignor == "simple":
+            return SimpleAssignor().assign(members, topics, self.subscription_type, self.assignable)
         return assignors()[self.assignor].assign(members, topics, self.subscription_type)
 
     def solve_in_python(self) -> dict[str, dict[str, frozenset[int]]]:

@@ -98,7 +98,12 @@ class _UnfilledIterator:
         return any(m > self.last for m in self.members)
 
     def next(self) -> int:
-        self.last = min(m for m in self.members if m > self.last)
+        following = [m for m in self.members if m > self.last]
+        if not following:
+            # Kafka's iterator throws NoSuchElementException here: a current assignment can leave
+            # a partition wanting members when every member is full (the heartbeat then fails).
+            raise AssignorError("NoSuchElementException: no unfilled member left to assign a partition to")
+        self.last = min(following)
         return self.last
 
 
