@@ -127,6 +127,11 @@ class KafkaWordedLog:
                     f"generation {e.generation} (reason: {e.reason})")
         if e.kind is EventKind.STABLE:
             return f"Stabilized group {e.group_id} generation {e.generation} with {e.members} members"
+        if e.details.get("group_type") == "share" and e.kind in (EventKind.MEMBER_LEFT, EventKind.MEMBER_EXPIRED):
+            # As GroupMetadataManager's shareGroupLeave and shareGroupFenceMemberOperation word them.
+            return (f"[GroupId {e.group_id}] Member {e.member_id} left the share group."
+                    if e.kind is EventKind.MEMBER_LEFT else
+                    f"[GroupId {e.group_id}] Member {e.member_id} fenced from the group because {e.reason}.")
         if e.kind is EventKind.MEMBER_EXPIRED:
             return f"Member {e.member_id} in group {e.group_id} has failed, removing it from the group"
         if e.kind is EventKind.MEMBER_LEFT:

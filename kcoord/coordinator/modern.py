@@ -52,6 +52,9 @@ class ModernProtocol:
     kind = ""                 # "consumer", "streams" or "share"
     session_expired = "the member session expired"
     leave_epochs: tuple[int, ...] = (-1, -2)   # the member epochs that leave the group
+    # Details every member-gone and group-gone event of this type carries (what a listener tells
+    # a share group's events by).
+    event_details: dict = {}
     result_type: type = type(None)             # the heartbeat's answer: (error, message, ...)
 
     def __init__(self, ctx: CoordinatorContext):
@@ -190,7 +193,7 @@ class ModernProtocol:
         group.dead = True
         self.groups.pop(group_id, None)
         self.ctx.write(self._group_record(group_id, None))
-        self.ctx.emit(K.DEAD, group)
+        self.ctx.emit(K.DEAD, group, **self.event_details)
         return ErrorCode.NONE
 
     def _record(self, group) -> None:

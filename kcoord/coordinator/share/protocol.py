@@ -77,6 +77,16 @@ def on_member_gone(bus: EventBus, fn: Callable[[str, str], None]) -> Callable[[]
     return bus.subscribe(listener)
 
 
+def on_group_deleted(bus: EventBus, fn: Callable[[str], None]) -> Callable[[], None]:
+    """Call `fn(group_id)` when a share group is deleted (DeleteGroups), once that is written: its
+    share-partition state goes too (Kafka deletes it through the persister). Returns the
+    unsubscribe function."""
+    def listener(event: GroupEvent) -> None:
+        if event.kind is K.DEAD and event.details.get("group_type") == "share":
+            fn(event.group_id)
+    return bus.subscribe(listener)
+
+
 def _not_empty(value: str | None, what: str) -> None:
     if value is not None and not value.strip():
         raise Refused(ErrorCode.INVALID_REQUEST, f"{what} can't be empty.")
@@ -96,6 +106,7 @@ def validate(req: ShareHeartbeatRequest) -> None:
 
 class ShareProtocol(ModernProtocol):
     kind = "share"
+    event_details = {"group_type": "share"}
 
     def __init__(self, ctx: CoordinatorContext):
         super().__init__(ctx)
@@ -303,7 +314,7 @@ class ShareProtocol(ModernProtocol):
         assignment is computed again at the next heartbeat)."""
         self._cancel_timers(group, member.member_id)
         group.remove(member.member_id)
-        self.ctx.emit(kind, group, member=member, reason=reason, group_type=group.group_type)
+        self.ctx.emit(kind, group, member=member, reason=reason, **self.event_details)
         group.group_epoch += 1
         group.metadata_hash = topics_digest(group.subscribed_topic_names(), self._topics())
         self.ctx.emit(K.GROUP_EPOCH_BUMPED, group, reason=f"member {member.member_id} removed: {reason}",

@@ -8,7 +8,8 @@ from kcoord.coordinator.events import EventKind
 from kcoord.coordinator.records import ShareGroupRecord
 from kcoord.coordinator.requests import ConsumerHeartbeatRequest, JoinRequest, OffsetCommitPartition, OffsetCommitRequest
 from kcoord.coordinator.share.group import ShareGroupState
-from kcoord.coordinator.share.protocol import ShareHeartbeatRequest, on_member_gone
+from kcoord.coordinator.events import KafkaWordedLog
+from kcoord.coordinator.share.protocol import ShareHeartbeatRequest, on_group_deleted, on_member_gone
 from tests.unit.coordinator.consumer_harness import Topics
 from wire.errors import ErrorCode
 
@@ -134,6 +135,7 @@ def test_a_member_leaving_bumps_the_epoch_and_tells_the_share_partitions_once_wr
     assert h.gone == [("g", "m2", written + 1)]   # after the record that removed it
     left = [e for e in h.events if e.kind is EventKind.MEMBER_LEFT]
     assert left[-1].member_id == "m2" and left[-1].details["group_type"] == "share"
+    assert KafkaWordedLog.format(left[-1]) == "[GroupId g] Member m2 left the share group."
     r = h.hb("m2", -1)
     assert (r.error, r.message) == (ErrorCode.UNKNOWN_MEMBER_ID, "Member m2 is not a member of group g.")
 
@@ -208,6 +210,8 @@ def test_a_group_id_of_another_type_and_other_types_on_a_share_group():
 
 def test_list_describe_and_delete():
     h = ShareHarness()
+    deleted = []
+    on_group_deleted(h.bus, deleted.append)
     h.join("m1")
     listed = h.c.list_groups(types={"share"})
     assert [(g.group_id, g.group_type, str(g.state)) for g in listed] == [("g", "share", "Stable")]
@@ -221,6 +225,7 @@ def test_list_describe_and_delete():
     h.hb("m1", -1)
     assert h.c.delete_group("g") is ErrorCode.NONE
     assert h.group() is None and h.records[-1] == ShareGroupRecord("g", None)
+    assert deleted == ["g"]
 
 
 def test_a_restarted_coordinator_carries_on_with_the_same_epochs_and_assignments():
