@@ -30,7 +30,7 @@ from kcoord.coordinator.assignors.simple import SimpleAssignor
 from kcoord.coordinator.assignors.spec import AssignorError, MemberSpec, TopicSpec, group_subscription_type
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventBus, EventKind as K, GroupEvent
-from kcoord.coordinator.javaorder import hashset_copy_order, string_hash
+from kcoord.coordinator.javaorder import hashset_copy_order, record_list, string_hash
 from kcoord.coordinator.modern import ModernProtocol, topics_digest
 from kcoord.coordinator.records import ShareGroupRecord
 from kcoord.coordinator.results import Refused
@@ -226,7 +226,8 @@ class ShareProtocol(ModernProtocol):
                                       ctx.group_config(group.group_id).get("share.heartbeat.interval.ms",
                                                                            ctx.config.share_heartbeat_interval_ms))
         if joining or req.subscribed_topic_names is not None or member.assigned != updated.assigned:
-            result.assignment = {t: sorted(ps) for t, ps in member.assigned.items()}
+            # As Kafka lists them: the assignor's order (Java's HashMap and HashSet order).
+            result.assignment = {t: record_list(ps) for t, ps in member.assigned.items()}
 
         # 5. subscribed partitions become assignable (see the module's docstring)
         self._initialize(group, topics)
@@ -354,7 +355,7 @@ class ShareProtocol(ModernProtocol):
             "member_id": m.member_id, "rack_id": m.rack_id, "member_epoch": m.member_epoch,
             "client_id": m.client_id, "client_host": m.client_host,
             "subscribed_topic_names": list(m.subscribed_topic_names),
-            "assignment": {"topic_partitions": [{"topic_id": t, "topic_name": names[t], "partitions": sorted(ps)}
+            "assignment": {"topic_partitions": [{"topic_id": t, "topic_name": names[t], "partitions": record_list(ps)}
                                                 for t, ps in m.assigned.items() if t in names]}}
             for m in group.members.values()]
         return {"error_code": ErrorCode.NONE, "error_message": None, "group_id": group_id,
