@@ -2,15 +2,16 @@
 (76 v1) joining with the member id the client made, the partitions assigned at the heartbeat after
 the join (as on Kafka), ShareGroupDescribe (77 v1), ListGroups type "share", the other group APIs'
 answers for a share group, DeleteGroups, and the group read back from __consumer_offsets after a
-kill -9 of `kcoord serve --data-dir`."""
+kill -9 of `kcoord serve --data-dir` and by the broker taking over from its coordinator's."""
 from __future__ import annotations
 
 import uuid
 
 import pytest
 
-from kcoord.protocol_client import Connection
+from kcoord.protocol_client import Admin, Connection
 from kcoord.testing.brokers import create_topic
+from kcoord.testing.failover import KcoordCluster
 from kcoord.testing.reference_kafka import free_port
 from kcoord.testing.serve_process import kill, serve
 from wire.errors import ErrorCode
@@ -115,6 +116,35 @@ def test_a_share_group_comes_back_as_it_was_after_kill_9_of_kcoord(tmp_path):
     finally:
         kill(server)
         log.close()
+
+
+def _view(conn, group: str) -> tuple:
+    d = _describe(conn, group)
+    return (ErrorCode(d.error_code), d.group_state, d.group_epoch, d.assignment_epoch,
+            [(m.member_id, m.member_epoch, [(t.topic_name, sorted(t.partitions)) for t in m.assignment.topic_partitions])
+             for m in d.members])
+
+
+def test_a_share_group_rides_through_a_kill_of_its_coordinators_broker():
+    """A three-broker kcoord; the broker coordinating the group is killed. The broker that leads
+    its __consumer_offsets partition next loads the group from the replicated records: the same
+    epochs, the member at its epoch with its partitions, and its next heartbeat changes nothing."""
+    victim = 0
+    with KcoordCluster(kafka_config={"group.share.assignment.interval.ms": "0"}) as cluster:
+        [group] = cluster.groups_on(victim, 1, "sg-move")
+        topic, member = f"sgt-{uuid.uuid4().hex[:8]}", str(uuid.uuid4())
+        cluster.create_topic(topic, 2)
+        with Admin(cluster.bootstrap, 10) as admin:
+            conn = admin.coordinator(group)
+            epoch = _join_and_settle(conn, group, member, topic)
+            before = _view(conn, group)
+        assert before[0] is ErrorCode.NONE and before[4] == [(member, epoch, [(topic, [0, 1])])]
+        cluster.kill(victim)
+        cluster.wait_coordinator_moved(group, victim)
+        with Admin(cluster.bootstrap, 10) as admin:
+            conn = admin.coordinator(group)
+            assert _view(conn, group) == before
+            assert _hb(conn, group, member, epoch) == (ErrorCode.NONE, None, epoch, None)
 
 
 def test_share_version_0_turns_share_groups_off_as_on_kafka(kcoord_server):
