@@ -119,6 +119,29 @@ class Problem:
         return normalize(self.solve_in_python_raw(), self.specs()[0])
 
 
+def check(judge: Judge, problem: Problem) -> dict:
+    """Python's answer equals Kafka's, in the order Kafka's target assignment record would list
+    topics and partitions; where Kafka's assignor fails, Python's raises. Returns Kafka's raw
+    answer (for the next round)."""
+    import pytest
+
+    answer = judge.solve(problem)
+    members, _ = problem.specs()
+    where = json.dumps(problem.to_json())
+    expected = kafka_answer(answer, members)
+    if "error" in expected:
+        with pytest.raises(Exception):
+            problem.solve_in_python()
+        return answer
+    raw = problem.solve_in_python_raw()
+    assert normalize(raw, members) == expected, f"differs from Kafka on {where}"
+    for member_id, topics in answer["assignment"].items():
+        kafka_order = [(t, ps) for t, ps in topics.items() if ps]
+        ours = [(t, list(ps.record_order)) for t, ps in raw[member_id].items() if len(ps)]
+        assert ours == kafka_order, f"record order of {member_id} differs on {where}"
+    return answer
+
+
 def normalize(assignment: dict, members) -> dict[str, dict[str, frozenset[int]]]:
     """Every member, without empty topics; partitions as frozensets."""
     out = {m: {} for m in members}

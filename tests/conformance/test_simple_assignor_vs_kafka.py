@@ -10,14 +10,12 @@ current assignments (partitions held by members not subscribed, or no longer ass
 rounds that start from Kafka's previous answer while members join and leave."""
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
 
-from kcoord.coordinator.assignors.spec import AssignorError
-from tests.conformance.assignor_judge import (Judge, Member, Problem, kafka_answer, make_member_id, make_members,
-                                              make_topics, normalize, random_current_assignment, subscription_type,
+from tests.conformance.assignor_judge import (Judge, Member, Problem, check, make_member_id, make_members,
+                                              make_topics, random_current_assignment, subscription_type,
                                               with_assignment)
 
 pytestmark = [pytest.mark.xdist_group("assignors-kafka")]
@@ -28,23 +26,6 @@ def judge():
     j = Judge()
     yield j
     j.close()
-
-
-def check(judge: Judge, problem: Problem) -> dict:
-    """Python's answer equals Kafka's, record order included; returns Kafka's raw answer."""
-    answer = judge.solve(problem)
-    members, _ = problem.specs()
-    where = json.dumps(problem.to_json())
-    if "error" in answer:
-        with pytest.raises(AssignorError, match=answer["error"]):
-            problem.solve_in_python_raw()
-        return answer
-    raw = problem.solve_in_python_raw()
-    assert normalize(raw, members) == kafka_answer(answer, members), f"differs from Kafka on {where}"
-    for member_id, topics in answer["assignment"].items():
-        ours = [(t, list(ps.record_order)) for t, ps in raw[member_id].items() if ps]
-        assert ours == [(t, ps) for t, ps in topics.items() if ps], f"record order of {member_id} differs on {where}"
-    return answer
 
 
 def random_problem(rng: random.Random, homogeneous: bool) -> Problem:
