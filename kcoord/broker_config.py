@@ -390,6 +390,70 @@ TABLE: tuple[BrokerConfig, ...] = (
     BrokerConfig("group.streams.max.assignment.interval.ms", "int", "15000",
                  "The largest group.streams.assignment.interval.ms allowed.",
                  field="group_streams_max_assignment_interval_ms", at_least=0),
+    # Share groups, KIP-932 (GroupCoordinatorConfig's and ShareGroupConfig's group.share.*).
+    BrokerConfig("group.share.session.timeout.ms", "int", "45000",
+                 "A share group member whose heartbeats stop for this long is fenced from its group.",
+                 field="group_share_session_timeout_ms", at_least=1),
+    BrokerConfig("group.share.min.session.timeout.ms", "int", "45000",
+                 "The smallest share.session.timeout.ms a share group may set.",
+                 field="group_share_min_session_timeout_ms", at_least=1),
+    BrokerConfig("group.share.max.session.timeout.ms", "int", "60000",
+                 "The largest share.session.timeout.ms a share group may set.",
+                 field="group_share_max_session_timeout_ms", at_least=1),
+    BrokerConfig("group.share.heartbeat.interval.ms", "int", "5000",
+                 "The heartbeat interval ShareGroupHeartbeat answers tell members.",
+                 field="group_share_heartbeat_interval_ms", at_least=1),
+    BrokerConfig("group.share.min.heartbeat.interval.ms", "int", "5000",
+                 "The smallest share.heartbeat.interval.ms a share group may set.",
+                 field="group_share_min_heartbeat_interval_ms", at_least=1),
+    BrokerConfig("group.share.max.heartbeat.interval.ms", "int", "15000",
+                 "The largest share.heartbeat.interval.ms a share group may set.",
+                 field="group_share_max_heartbeat_interval_ms", at_least=1),
+    BrokerConfig("group.share.max.size", "int", "200",
+                 "The most members a share group accepts; further joiners get GROUP_MAX_SIZE_REACHED.",
+                 field="group_share_max_size", at_least=1, at_most=1000),
+    BrokerConfig("group.share.assignors", "list", "simple",
+                 "The share groups' server assignor: exactly one, and kcoord serves only simple.",
+                 field="group_share_assignors", choices=("simple",)),
+    BrokerConfig("group.share.assignment.interval.ms", "int", "1000",
+                 "The least time between two target assignment computations of a share group (0: at once).",
+                 field="group_share_assignment_interval_ms", at_least=0),
+    BrokerConfig("group.share.min.assignment.interval.ms", "int", "0",
+                 "The smallest share.assignment.interval.ms a share group may set.",
+                 field="group_share_min_assignment_interval_ms", at_least=0),
+    BrokerConfig("group.share.max.assignment.interval.ms", "int", "15000",
+                 "The largest share.assignment.interval.ms a share group may set.",
+                 field="group_share_max_assignment_interval_ms", at_least=0),
+    BrokerConfig("group.share.record.lock.duration.ms", "int", "30000",
+                 "How long a share group member holds the records it acquired before they become available to others again.",
+                 field="group_share_record_lock_duration_ms", at_least=1000, at_most=3600000),
+    BrokerConfig("group.share.min.record.lock.duration.ms", "int", "15000",
+                 "The smallest share.record.lock.duration.ms a share group may set.",
+                 field="group_share_min_record_lock_duration_ms", at_least=1000, at_most=30000),
+    BrokerConfig("group.share.max.record.lock.duration.ms", "int", "60000",
+                 "The largest share.record.lock.duration.ms a share group may set.",
+                 field="group_share_max_record_lock_duration_ms", at_least=30000, at_most=3600000),
+    BrokerConfig("group.share.delivery.count.limit", "int", "5",
+                 "How many times a record of a share group is delivered before it is archived (not delivered again).",
+                 field="group_share_delivery_count_limit", at_least=2, at_most=10),
+    BrokerConfig("group.share.min.delivery.count.limit", "int", "2",
+                 "The smallest share.delivery.count.limit a share group may set.",
+                 field="group_share_min_delivery_count_limit", at_least=2, at_most=5),
+    BrokerConfig("group.share.max.delivery.count.limit", "int", "10",
+                 "The largest share.delivery.count.limit a share group may set.",
+                 field="group_share_max_delivery_count_limit", at_least=5, at_most=25),
+    BrokerConfig("group.share.partition.max.record.locks", "int", "2000",
+                 "The most records of one share partition acquired at a time.",
+                 field="group_share_partition_max_record_locks", at_least=100, at_most=10000),
+    BrokerConfig("group.share.min.partition.max.record.locks", "int", "100",
+                 "The smallest share.partition.max.record.locks a share group may set.",
+                 field="group_share_min_partition_max_record_locks", at_least=100, at_most=2000),
+    BrokerConfig("group.share.max.partition.max.record.locks", "int", "4000",
+                 "The largest share.partition.max.record.locks a share group may set.",
+                 field="group_share_max_partition_max_record_locks", at_least=2000, at_most=10000),
+    BrokerConfig("group.share.max.share.sessions", "int", "2000",
+                 "The most share sessions a broker keeps.",
+                 field="group_share_max_share_sessions", at_least=1),
     # Offsets (GroupCoordinatorConfig).
     BrokerConfig("offsets.retention.minutes", "int", "10080",
                  "Committed offsets of a group are dropped this long after it became empty (or, for "
@@ -625,42 +689,63 @@ def check_consistency(cfg) -> None:
                           "must be less than group.consumer.session.timeout.ms")
     if not c.group_consumer_assignors:
         raise ConfigError("group.consumer.assignors", "", "must name at least one assignor")
-    _check_streams_group_configs(c)
+    _check_modern_group_configs(c, "streams")
+    _check_modern_group_configs(c, "share")
 
 
-def _check_streams_group_configs(c) -> None:
-    """GroupCoordinatorConfig's requirements of the group.streams.* values, in its order and words."""
-    def require(ok: bool, name: str, value: int, reason: str) -> None:
+def _check_modern_group_configs(c, kind: str) -> None:
+    """GroupCoordinatorConfig's requirements of the group.streams.* or group.share.* values, in
+    its order and words."""
+    def require(ok: bool, name: str, value, reason: str) -> None:
         if not ok:
             raise ConfigError(name, str(value), reason)
-    p = "group.streams."
-    hb, session = c.group_streams_heartbeat_interval_ms, c.group_streams_session_timeout_ms
-    interval = c.group_streams_assignment_interval_ms
-    require(c.group_streams_max_heartbeat_interval_ms >= c.group_streams_min_heartbeat_interval_ms,
-            p + "max.heartbeat.interval.ms", c.group_streams_max_heartbeat_interval_ms,
+
+    def get(suffix: str) -> int:
+        return getattr(c, f"group_{kind}_{suffix}")
+    p = f"group.{kind}."
+    hb, session = get("heartbeat_interval_ms"), get("session_timeout_ms")
+    interval = get("assignment_interval_ms")
+    require(get("max_heartbeat_interval_ms") >= get("min_heartbeat_interval_ms"),
+            p + "max.heartbeat.interval.ms", get("max_heartbeat_interval_ms"),
             f"must be greater than or equal to {p}min.heartbeat.interval.ms")
-    require(hb >= c.group_streams_min_heartbeat_interval_ms, p + "heartbeat.interval.ms", hb,
+    require(hb >= get("min_heartbeat_interval_ms"), p + "heartbeat.interval.ms", hb,
             f"must be greater than or equal to {p}min.heartbeat.interval.ms")
-    require(hb <= c.group_streams_max_heartbeat_interval_ms, p + "heartbeat.interval.ms", hb,
+    require(hb <= get("max_heartbeat_interval_ms"), p + "heartbeat.interval.ms", hb,
             f"must be less than or equal to {p}max.heartbeat.interval.ms")
-    require(c.group_streams_max_session_timeout_ms >= c.group_streams_min_session_timeout_ms,
-            p + "max.session.timeout.ms", c.group_streams_max_session_timeout_ms,
+    require(get("max_session_timeout_ms") >= get("min_session_timeout_ms"),
+            p + "max.session.timeout.ms", get("max_session_timeout_ms"),
             f"must be greater than or equal to {p}min.session.timeout.ms")
-    require(session >= c.group_streams_min_session_timeout_ms, p + "session.timeout.ms", session,
+    require(session >= get("min_session_timeout_ms"), p + "session.timeout.ms", session,
             f"must be greater than or equal to {p}min.session.timeout.ms")
-    require(session <= c.group_streams_max_session_timeout_ms, p + "session.timeout.ms", session,
+    require(session <= get("max_session_timeout_ms"), p + "session.timeout.ms", session,
             f"must be less than or equal to {p}max.session.timeout.ms")
     require(hb < session, p + "heartbeat.interval.ms", hb, f"must be less than {p}session.timeout.ms")
-    require(c.group_streams_max_assignment_interval_ms >= c.group_streams_min_assignment_interval_ms,
-            p + "max.assignment.interval.ms", c.group_streams_max_assignment_interval_ms,
+    if kind == "share":
+        assignors = c.group_share_assignors
+        require(len(assignors) == 1, p + "assignors", ",".join(assignors),
+                f"must contain exactly one assignor, but found {len(assignors)}")
+    require(get("max_assignment_interval_ms") >= get("min_assignment_interval_ms"),
+            p + "max.assignment.interval.ms", get("max_assignment_interval_ms"),
             f"must be greater than or equal to {p}min.assignment.interval.ms")
-    require(interval >= c.group_streams_min_assignment_interval_ms, p + "assignment.interval.ms", interval,
+    require(interval >= get("min_assignment_interval_ms"), p + "assignment.interval.ms", interval,
             f"must be greater than or equal to {p}min.assignment.interval.ms")
-    require(interval <= c.group_streams_max_assignment_interval_ms, p + "assignment.interval.ms", interval,
+    require(interval <= get("max_assignment_interval_ms"), p + "assignment.interval.ms", interval,
             f"must be less than or equal to {p}max.assignment.interval.ms")
-    require(c.group_streams_num_standby_replicas <= c.group_streams_max_standby_replicas,
-            p + "num.standby.replicas", c.group_streams_num_standby_replicas,
-            f"must be less than or equal to {p}max.standby.replicas")
+    if kind == "streams":
+        require(c.group_streams_num_standby_replicas <= c.group_streams_max_standby_replicas,
+                p + "num.standby.replicas", c.group_streams_num_standby_replicas,
+                f"must be less than or equal to {p}max.standby.replicas")
+    if kind == "share":
+        # ShareGroupConfig's own requirements.
+        for high, low in (("max_delivery_count_limit", "delivery_count_limit"),
+                          ("delivery_count_limit", "min_delivery_count_limit"),
+                          ("max_partition_max_record_locks", "partition_max_record_locks"),
+                          ("partition_max_record_locks", "min_partition_max_record_locks"),
+                          ("record_lock_duration_ms", "min_record_lock_duration_ms"),
+                          ("max_record_lock_duration_ms", "record_lock_duration_ms"),
+                          ("max_share_sessions", "max_size")):
+            require(get(high) >= get(low), p + high.replace("_", "."), get(high),
+                    f"must be greater than or equal to {p}{low.replace('_', '.')}")
 
 
 # --- DescribeConfigs -------------------------------------------------------------------------

@@ -5,7 +5,7 @@ A Kafka broker reports, per feature, the levels its software supports and the le
 cluster has finalized, and clients act on the finalized ones: Kafka's 4.x producer, for
 one, runs transactions the KIP-890 way once it sees `transaction.version` 2. So kcoord
 reports the level of each feature whose behaviour it actually serves, and nothing above.
-`transaction.version` (0–2) and `streams.version` (0–1) are served at every level Kafka has
+`transaction.version` (0–2), `streams.version` (0–1) and `share.version` (0–1) are served at every level Kafka has
 and moved as on Kafka with UpdateFeatures (`kafka-features upgrade/downgrade`); the other
 features are served at one level, their supported range. Where this differs from what the reference Kafka 4.3.1 reports
 is listed in docs/deviations.md ("Feature levels").
@@ -48,8 +48,11 @@ FEATURES: tuple[Feature, ...] = (
     # kcoord keeps no ELR: a replica that leaves the ISR is not kept eligible, so an unclean
     # election is the only way to a leader outside the ISR (docs/deviations.md).
     Feature("eligible.leader.replicas.version", 1, 1, 1),
-    # Level 1 turns on share groups (KIP-932): not served.
-    Feature("share.version", 0, 0, 0),
+    # Level 1 turns on share groups (KIP-932: ShareGroupHeartbeat, ShareGroupDescribe and the
+    # share-partition APIs); at 0 Kafka answers them UNSUPPORTED_VERSION. It depends on no other
+    # feature (beyond metadata.version 4.2-IV0, which 4.3-IV0 is), and Kafka 4.3 formats new
+    # clusters at 1.
+    Feature("share.version", 0, 1, 1),
     # Level 1 turns on streams groups (KIP-1071: StreamsGroupHeartbeat, StreamsGroupDescribe);
     # at 0 Kafka answers both UNSUPPORTED_VERSION. It depends on no other feature (beyond
     # metadata.version 4.2-IV1 to be formatted at 1, which 4.3-IV0 is), and Kafka 4.3 formats
@@ -89,6 +92,10 @@ class FeatureLevels:
     def streams_enabled(self) -> bool:
         """Streams groups are served (Kafka's StreamsVersion.streamsGroupSupported)."""
         return self.level("streams.version") >= 1
+
+    def share_enabled(self) -> bool:
+        """Share groups are served (Kafka's ShareVersion.supportsShareGroups)."""
+        return self.level("share.version") >= 1
 
     def finalized(self) -> list[dict]:
         return [{"name": name, "min_version_level": level, "max_version_level": level}

@@ -9,8 +9,9 @@ GroupConfig.validate: names, then values, then the broker's bounds), with its co
 
 A group's default for a config is its broker synonym's value (`group.consumer.session.timeout.ms`
 for `consumer.session.timeout.ms`, ...). kcoord has the group.consumer.* and group.streams.*
-broker configs; it has no share groups and so no group.share.* broker configs, nor
-group.consumer.min/max.assignment.interval.ms: for those Kafka's defaults stand in.
+broker configs (group.share.* too); it has no group.consumer.min/max.assignment.interval.ms:
+for those Kafka's defaults stand in. `share_settings(group_id)` gives the brokers' share
+partitions (kcoord.share) a share group's record-level settings.
 
 The coordinators read a group's configs through `effective(group_id)`: only those it has of its
 own, each brought within the broker's bounds (Kafka's GroupConfig.evaluate: a value stored when
@@ -97,30 +98,29 @@ CONFIGS: dict[str, GroupConfigDef] = {c.name: c for c in (
         "The least time between two target assignments of the consumer group.", when_set=True),
     _ms("share.session.timeout.ms", 1, 45000, "group.share.session.timeout.ms",
         (("group.share.min.session.timeout.ms", 45000), ("group.share.max.session.timeout.ms", 60000)),
-        "How long a share group member may go without a heartbeat (kcoord serves no share groups)."),
+        "How long a member of the share group may go without a heartbeat before it is fenced."),
     _ms("share.heartbeat.interval.ms", 1, 5000, "group.share.heartbeat.interval.ms",
         (("group.share.min.heartbeat.interval.ms", 5000), ("group.share.max.heartbeat.interval.ms", 15000)),
-        "The heartbeat interval of a share group's members (kcoord serves no share groups)."),
+        "The heartbeat interval the share group's members are told."),
     _ms("share.record.lock.duration.ms", 1000, 30000, "group.share.record.lock.duration.ms",
         (("group.share.min.record.lock.duration.ms", 15000), ("group.share.max.record.lock.duration.ms", 60000)),
-        "How long a share group's delivered record stays locked (kcoord serves no share groups)."),
+        "How long a record the share group delivered stays locked to the member that acquired it."),
     _ms("share.delivery.count.limit", 2, 5, "group.share.delivery.count.limit",
         (("group.share.min.delivery.count.limit", 2), ("group.share.max.delivery.count.limit", 10)),
-        "How often a share group delivers a record before giving up (kcoord serves no share groups)."),
+        "How often the share group delivers a record before archiving it."),
     _ms("share.partition.max.record.locks", 100, 2000, "group.share.partition.max.record.locks",
         (("group.share.min.partition.max.record.locks", 100), ("group.share.max.partition.max.record.locks", 4000)),
-        "How many records of a partition a share group may hold locked (kcoord serves no share groups)."),
+        "How many records of a partition the share group may hold acquired at a time."),
     GroupConfigDef("share.auto.offset.reset", "string", "latest",
-                   "Where a share group starts in a partition: earliest, latest or by_duration:<ISO-8601 duration> "
-                   "(kcoord serves no share groups)."),
+                   "Where the share group starts in a partition it has no state for: earliest, latest or "
+                   "by_duration:<ISO-8601 duration>."),
     GroupConfigDef("share.isolation.level", "string", "read_uncommitted",
-                   "Whether a share group delivers only committed transactional records (kcoord serves no share "
-                   "groups).", choices=("read_committed", "read_uncommitted")),
+                   "Whether the share group delivers only committed transactional records.", choices=("read_committed", "read_uncommitted")),
     GroupConfigDef("share.renew.acknowledge.enable", "boolean", "true",
-                   "Whether a share group's members may renew record locks (kcoord serves no share groups)."),
+                   "Whether the share group's members may renew the locks of their records."),
     _ms("share.assignment.interval.ms", 0, 1000, "group.share.assignment.interval.ms",
         (("group.share.min.assignment.interval.ms", 0), ("group.share.max.assignment.interval.ms", 15000)),
-        "The least time between two assignments of a share group (kcoord serves no share groups).", when_set=True),
+        "The least time between two target assignments of the share group.", when_set=True),
     _ms("streams.session.timeout.ms", 1, 45000, "group.streams.session.timeout.ms",
         (("group.streams.min.session.timeout.ms", 45000), ("group.streams.max.session.timeout.ms", 60000)),
         "How long a member of the streams group may go without a heartbeat before it is fenced."),
@@ -233,6 +233,17 @@ def validate(name: str, configs: dict[str, str], cfg) -> None:
 
 
 
+@dataclass(frozen=True)
+class ShareGroupSettings:
+    """A share group's record-level settings (GroupConfigs.share_settings)."""
+    record_lock_duration_ms: int
+    delivery_count_limit: int
+    partition_max_record_locks: int
+    auto_offset_reset: str      # "earliest", "latest" or "by_duration:<ISO-8601 duration>"
+    isolation_level: str        # "read_uncommitted" or "read_committed"
+    renew_acknowledge_enable: bool
+
+
 class GroupConfigs:
     """The groups' own configs: group id -> name -> value as set. A change is written to the data
     dir (when there is one) before it takes effect."""
@@ -311,6 +322,17 @@ class GroupConfigs:
                 value = most
             values[key] = value
         return values
+
+    def share_settings(self, group_id: str) -> "ShareGroupSettings":
+        """What a share group's share partitions go by: its own config where it has one (within the
+        broker's bounds), else the broker's group.share.* value (Kafka's ShareGroupConfigProvider)."""
+        own = self.effective(group_id)
+
+        def value(name: str):
+            return own[name] if name in own else parse(CONFIGS[name], CONFIGS[name].default(self.cfg))
+        return ShareGroupSettings(value("share.record.lock.duration.ms"), value("share.delivery.count.limit"),
+                                  value("share.partition.max.record.locks"), value("share.auto.offset.reset"),
+                                  value("share.isolation.level"), value("share.renew.acknowledge.enable"))
 
     # --- DescribeConfigs ---
     def describe(self, group_id: str, keys=None, include_synonyms: bool = False,

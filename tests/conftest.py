@@ -52,7 +52,8 @@ ESTIMATES = {
                                   # confluent-kafka transactions (test_report_transactions.py, ~35 s serially)
     "spark-source": 190,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
     "assignors-kafka": 40,        # test_assignors_vs_kafka.py: ~2,000 problems through one JVM running Kafka's assignors;
-                                  # test_task_assignor_vs_kafka.py: ~1,600 through another running its StickyTaskAssignor (~5 s)
+                                  # test_task_assignor_vs_kafka.py: ~1,600 through another running its StickyTaskAssignor (~5 s);
+                                  # test_simple_assignor_vs_kafka.py: ~1,900 share-group problems (~5 s)
     "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
     "connect": 450,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
                                   # reference Kafka of its own, eager and sessioned (166 s serially), rolling

@@ -30,6 +30,12 @@ async def consumer_group_heartbeat(ctx, req):
         topic_partitions=None if owned is None else [(str(t.topic_id), list(t.partitions)) for t in owned],
         # As Kafka prints an InetAddress: "/127.0.0.1".
         client_id=ctx.client_id or "", client_host="/" + ctx.client_host, version=ctx.api_version))
+    return heartbeat_answer(result)
+
+
+def heartbeat_answer(result) -> dict:
+    """A consumer or share group heartbeat's answer: the member's epoch and, when sent, its
+    assignment (topic id text -> partitions)."""
     assignment = None
     if result.assignment is not None:
         assignment = {"topic_partitions": [{"topic_id": uuid.UUID(t), "partitions": ps}

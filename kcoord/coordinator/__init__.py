@@ -57,7 +57,11 @@ def build_coordinator(server_config, topics, timer: Timer | None = None) -> Coor
                                streams_num_standby_replicas=sc.group_streams_num_standby_replicas,
                                streams_max_standby_replicas=sc.group_streams_max_standby_replicas,
                                streams_initial_rebalance_delay_ms=sc.group_streams_initial_rebalance_delay_ms,
-                               streams_assignment_interval_ms=sc.group_streams_assignment_interval_ms)
+                               streams_assignment_interval_ms=sc.group_streams_assignment_interval_ms,
+                               share_session_timeout_ms=sc.group_share_session_timeout_ms,
+                               share_heartbeat_interval_ms=sc.group_share_heartbeat_interval_ms,
+                               share_max_size=sc.group_share_max_size,
+                               share_assignment_interval_ms=sc.group_share_assignment_interval_ms)
     bus = EventBus()
     bus.subscribe(KafkaWordedLog())
     return CoordinatorService(CoordinatorRuntime(timer or AsyncioTimer(), config, topics, bus,

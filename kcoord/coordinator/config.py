@@ -35,6 +35,11 @@ class CoordinatorConfig:
     streams_max_standby_replicas: int = default("group.streams.max.standby.replicas")
     streams_initial_rebalance_delay_ms: int = default("group.streams.initial.rebalance.delay.ms")
     streams_assignment_interval_ms: int = default("group.streams.assignment.interval.ms")
+    # Share groups (KIP-932).
+    share_session_timeout_ms: int = default("group.share.session.timeout.ms")
+    share_heartbeat_interval_ms: int = default("group.share.heartbeat.interval.ms")
+    share_max_size: int = default("group.share.max.size")
+    share_assignment_interval_ms: int = default("group.share.assignment.interval.ms")
 
     @property
     def upgrade_enabled(self) -> bool:

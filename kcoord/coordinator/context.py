@@ -65,6 +65,8 @@ class CoordinatorContext:
         self.consumer_groups: dict = {}
         # Streams groups (KIP-1071, streams/protocol.py), under the same rule.
         self.streams_groups: dict = {}
+        # Share groups (KIP-932, share/protocol.py), under the same rule.
+        self.share_groups: dict = {}
         self.offsets = OffsetStore()
         # Offsets of transactions not yet ended (TxnOffsetCommit), per producer.
         self.pending = PendingOffsets()
@@ -224,6 +226,11 @@ class CoordinatorContext:
             self.on_change(group.group_id)
 
     # -------------------------------------------------------------- groups
+    def all_groups(self) -> list:
+        """Every group held here, of every type."""
+        return [*self.groups.values(), *self.consumer_groups.values(), *self.streams_groups.values(),
+                *self.share_groups.values()]
+
     def group_config(self, group_id: str) -> Mapping[str, Any]:
         """The configs group `group_id` has of its own (`streams.num.standby.replicas`, ...: Kafka's
         GroupConfig names), their values within the broker's bounds; where it has none, the

@@ -17,6 +17,8 @@ from kcoord.coordinator.assignors import assignors as builtin_assignors
 from kcoord.coordinator.clock import Timer
 from kcoord.coordinator.consumer.group import ConsumerGroup
 from kcoord.coordinator.consumer.protocol import ConsumerProtocol
+from kcoord.coordinator.share.group import ShareGroup
+from kcoord.coordinator.share.protocol import ShareHeartbeatRequest, ShareHeartbeatResult, ShareProtocol
 from kcoord.coordinator.streams.group import StreamsGroup
 from kcoord.coordinator.streams.protocol import StreamsHeartbeatRequest, StreamsHeartbeatResult, StreamsProtocol
 from kcoord.coordinator.config import CoordinatorConfig
@@ -57,8 +59,10 @@ class GroupCoordinator:
         self.membership.migration = self.consumer.migration = self.migration
         # Streams groups (KIP-1071).
         self.streams = StreamsProtocol(self.ctx)
+        # Share groups (KIP-932).
+        self.share = ShareProtocol(self.ctx)
         self.offset_manager = OffsetManager(self.ctx, self.membership, self.consumer, self.streams)
-        self.admin = GroupAdmin(self.ctx, self.consumer, self.streams)
+        self.admin = GroupAdmin(self.ctx, self.consumer, self.streams, self.share)
         if retention:  # a coordinator that only refuses requests (runtime.py) has no offsets to expire
             self.offset_manager.schedule_retention()
 
@@ -106,6 +110,10 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------- requests
     def join_group(self, req: JoinRequest, respond: Callable[[JoinResult], None]) -> None:
+        if req.group_id in self.ctx.share_groups and not self.ctx.availability(req.group_id):
+            # As Kafka: a classic member cannot join a share group, empty or not.
+            respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
+            return
         self.ctx.operation(lambda: self.membership.join_group(req, respond))
 
     def sync_group(self, req: SyncRequest, respond: Callable[[SyncResult], None]) -> None:
@@ -117,15 +125,26 @@ class GroupCoordinator:
     def leave_group(self, group_id: str, leaving: list[LeaveMember]) -> LeaveResult:
         return self.ctx.operation(lambda: self.membership.leave_group(group_id, leaving))
 
+    def _share_group_refuses_offsets(self, group_id: str) -> bool:
+        """A share group keeps no committed offsets: Kafka answers OffsetCommit, OffsetFetch and
+        OffsetDelete for it GROUP_ID_NOT_FOUND ("Group ... is not a consumer group.")."""
+        return group_id in self.ctx.share_groups and not self.ctx.availability(group_id)
+
     def commit_offsets(self, req: OffsetCommitRequest) -> OffsetCommitResult:
+        if self._share_group_refuses_offsets(req.group_id):
+            return OffsetCommitResult(ErrorCode.GROUP_ID_NOT_FOUND)
         return self.ctx.operation(lambda: self.offset_manager.commit_offsets(req))
 
     def fetch_offsets(self, group_id: str, partitions: list[tuple[str, int]] | None,
                       member_id: str | None = None, member_epoch: int = -1,
                       require_stable: bool = False) -> tuple[ErrorCode, list[FetchedOffset]]:
+        if self._share_group_refuses_offsets(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND, []
         return self.offset_manager.fetch_offsets(group_id, partitions, member_id, member_epoch, require_stable)
 
     def txn_offset_commit(self, req: TxnOffsetCommitRequest) -> OffsetCommitResult:
+        if self._share_group_refuses_offsets(req.group_id):
+            return OffsetCommitResult(ErrorCode.GROUP_ID_NOT_FOUND)
         return self.ctx.operation(lambda: self.offset_manager.commit_transactional_offsets(req))
 
     def complete_transaction(self, producer_id: int, commit: bool) -> int:
@@ -135,6 +154,8 @@ class GroupCoordinator:
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]],
                        subscribed_topics: Callable[[Group], set[str]] | None = None) -> OffsetDeleteResult:
+        if self._share_group_refuses_offsets(group_id):
+            return OffsetDeleteResult(ErrorCode.GROUP_ID_NOT_FOUND)
         return self.ctx.operation(lambda: self.offset_manager.delete_offsets(group_id, partitions, subscribed_topics))
 
     def describe_group(self, group_id: str) -> GroupDescription:
@@ -148,6 +169,8 @@ class GroupCoordinator:
 
     # ------------------------------------------- consumer group protocol (KIP-848)
     def consumer_group_heartbeat(self, req: ConsumerHeartbeatRequest) -> ConsumerHeartbeatResult:
+        if req.group_id in self.ctx.share_groups and req.group_id and not self.ctx.availability(req.group_id):
+            return ConsumerHeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group.")
         return self.ctx.operation(lambda: self.consumer.heartbeat(req))
 
     def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescription:
@@ -158,6 +181,8 @@ class GroupCoordinator:
 
     # ------------------------------------------------------ streams groups (KIP-1071)
     def streams_group_heartbeat(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatResult:
+        if req.group_id in self.ctx.share_groups and not self.ctx.availability(req.group_id):
+            return StreamsHeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a streams group.")
         return self.ctx.operation(lambda: self.streams.heartbeat(req))
 
     def streams_group_describe(self, group_id: str) -> dict:
@@ -169,6 +194,19 @@ class GroupCoordinator:
     def load_streams_group(self, value: dict) -> StreamsGroup:
         return self.ctx.operation(lambda: self.streams.load(value))
 
+    # --------------------------------------------------------- share groups (KIP-932)
+    def share_group_heartbeat(self, req: ShareHeartbeatRequest) -> ShareHeartbeatResult:
+        return self.ctx.operation(lambda: self.share.heartbeat(req))
+
+    def share_group_describe(self, group_id: str) -> dict:
+        return self.share.describe(group_id)
+
+    def share_group(self, group_id: str) -> ShareGroup | None:
+        return self.ctx.share_groups.get(group_id)
+
+    def load_share_group(self, value: dict) -> ShareGroup:
+        return self.ctx.operation(lambda: self.share.load(value))
+
     # -------------------------------------------------------- durable state
     def load_group(self, record: dict) -> Group:
         return self.ctx.operation(lambda: self.membership.load_group(record))
@@ -179,7 +217,7 @@ class GroupCoordinator:
     # ------------------------------------------------- loading and unloading
     def load(self, classic: Iterable[dict], consumer: Iterable[dict],
              offsets: Iterable[tuple[str, str, int, CommittedOffset]], pending: LoadedPending | None = None,
-             streams: Iterable[dict] = (), **details) -> None:
+             streams: Iterable[dict] = (), share: Iterable[dict] = (), **details) -> None:
         """Rebuild the groups and offsets a __consumer_offsets partition holds, as Kafka's loader
         replays it: each member gets a fresh session (onLoaded), so members that keep heartbeating
         through a coordinator move carry on without a rebalance. `pending`: the offsets of
@@ -190,13 +228,15 @@ class GroupCoordinator:
             self.load_consumer_group(value)
         for value in streams:
             self.load_streams_group(value)
+        for value in share:
+            self.load_share_group(value)
         for group_id, topic, partition, value in offsets:
             self.load_offset(group_id, topic, partition, value)
         if pending is not None:
             self.ctx.pending.restore(pending)
             for _, group_id, _, _, _, value in pending.offsets:
                 self.offset_manager.ensure_group(group_id, value.commit_ms)
-        for group in [*self.ctx.groups.values(), *self.ctx.consumer_groups.values(), *self.ctx.streams_groups.values()]:
+        for group in self.ctx.all_groups():
             self.ctx.emit(EventKind.LOADED, group, **details)
 
     def unload(self, **details) -> None:
@@ -212,7 +252,7 @@ class GroupCoordinator:
                 if member.sync_callback is not None:
                     respond, member.sync_callback = member.sync_callback, None
                     respond(SyncResult(ErrorCode.NOT_COORDINATOR))
-        for group in [*ctx.groups.values(), *ctx.consumer_groups.values(), *ctx.streams_groups.values()]:
+        for group in ctx.all_groups():
             ctx.emit(EventKind.UNLOADED, group, **details)
         cancel_all = getattr(ctx.timer, "cancel_all", None)
         if cancel_all is not None:
@@ -220,6 +260,7 @@ class GroupCoordinator:
         ctx.groups.clear()
         ctx.consumer_groups.clear()
         ctx.streams_groups.clear()
+        ctx.share_groups.clear()
         ctx.offsets = OffsetStore()
         ctx.pending = PendingOffsets()
         # Whoever still holds this coordinator (a request that started before the move) is told
@@ -233,6 +274,8 @@ class GroupCoordinator:
             return self.ctx.operation(lambda: self.consumer.expire_member_now(group_id, member_id))
         if group_id in self.ctx.streams_groups:
             return self.ctx.operation(lambda: self.streams.expire_member_now(group_id, member_id))
+        if group_id in self.ctx.share_groups:
+            return self.ctx.operation(lambda: self.share.expire_member_now(group_id, member_id))
         return self.ctx.operation(lambda: self.membership.expire_member_now(group_id, member_id))
 
     def force_rebalance(self, group_id: str, reason: str = "forced rebalance") -> bool:

@@ -37,6 +37,10 @@ class EventKind(enum.StrEnum):
     # Streams groups (KIP-1071): the same epochs; a member revokes tasks rather than partitions.
     STREAMS_GROUP_CREATED = "streams_group_created"
     TASKS_REVOKING = "tasks_revoking"
+    # Share groups (KIP-932): the same epochs, no revocation. A share member's MEMBER_LEFT and
+    # MEMBER_EXPIRED carry details.group_type "share" (kcoord.coordinator.share.protocol's
+    # on_member_gone listens for them).
+    SHARE_GROUP_CREATED = "share_group_created"
     # Online migration: the group changed kind with members in it; details.to is its new type.
     GROUP_CONVERTED = "group_converted"
     # The group's coordinator moved (kcoord.coordinator.runtime): it was loaded from its
@@ -123,6 +127,11 @@ class KafkaWordedLog:
                     f"generation {e.generation} (reason: {e.reason})")
         if e.kind is EventKind.STABLE:
             return f"Stabilized group {e.group_id} generation {e.generation} with {e.members} members"
+        if e.details.get("group_type") == "share" and e.kind in (EventKind.MEMBER_LEFT, EventKind.MEMBER_EXPIRED):
+            # As GroupMetadataManager's shareGroupLeave and shareGroupFenceMemberOperation word them.
+            return (f"[GroupId {e.group_id}] Member {e.member_id} left the share group."
+                    if e.kind is EventKind.MEMBER_LEFT else
+                    f"[GroupId {e.group_id}] Member {e.member_id} fenced from the group because {e.reason}.")
         if e.kind is EventKind.MEMBER_EXPIRED:
             return f"Member {e.member_id} in group {e.group_id} has failed, removing it from the group"
         if e.kind is EventKind.MEMBER_LEFT:

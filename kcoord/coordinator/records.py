@@ -72,7 +72,18 @@ class StreamsGroupRecord:
     value: dict | None
 
 
-Record = Union[GroupMetadataRecord, OffsetCommitRecord, TxnOffsetCommitRecord, ConsumerGroupRecord, StreamsGroupRecord]
+@dataclass(frozen=True)
+class ShareGroupRecord:
+    """A share group (KIP-932) as a whole: its metadata, members with their current assignments,
+    the target assignment, the partitions whose share state is initialized, and the members
+    removed since the previous snapshot; or its tombstone (value None). kcoord.log.consumer_offsets
+    writes it as Kafka's record types 10-15 (share/snapshot.py has the snapshot's shape)."""
+    group_id: str
+    value: dict | None
+
+
+Record = Union[GroupMetadataRecord, OffsetCommitRecord, TxnOffsetCommitRecord, ConsumerGroupRecord, StreamsGroupRecord,
+               ShareGroupRecord]
 
 
 class RecordSink(Protocol):

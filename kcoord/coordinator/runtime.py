@@ -26,6 +26,7 @@ from typing import Callable, Protocol
 from kcoord.coordinator.clock import ScopedTimer, Timer
 from kcoord.coordinator.config import CoordinatorConfig, offsets_partition_for
 from kcoord.coordinator.consumer.group import ConsumerGroup
+from kcoord.coordinator.share.group import ShareGroup
 from kcoord.coordinator.streams.group import StreamsGroup
 from kcoord.coordinator.coordinator import GroupCoordinator
 from kcoord.coordinator.events import EventBus
@@ -144,7 +145,7 @@ class CoordinatorRuntime(ShardedRuntime):
         if self.log is not None:
             loaded = self.log.read(shard.partition)
             coordinator.load(loaded.classic, loaded.consumer, loaded.offsets, loaded.pending, streams=loaded.streams,
-                             partition=shard.partition, node=shard.node, leader_epoch=shard.epoch)
+                             share=loaded.share, partition=shard.partition, node=shard.node, leader_epoch=shard.epoch)
         else:
             coordinator.load((), (), (), None, partition=shard.partition, node=shard.node, leader_epoch=shard.epoch)
         return coordinator
@@ -152,12 +153,12 @@ class CoordinatorRuntime(ShardedRuntime):
     def _loaded(self, shard: Shard) -> None:
         if self.on_change is not None:
             ctx = shard.coordinator.ctx
-            for group_id in [*ctx.groups, *ctx.consumer_groups, *ctx.streams_groups]:
-                self.on_change(group_id)
+            for group in ctx.all_groups():
+                self.on_change(group.group_id)
 
     def _unloaded(self, shard: Shard, why: str) -> None:
         ctx = shard.coordinator.ctx
-        groups = [*ctx.groups, *ctx.consumer_groups, *ctx.streams_groups]
+        groups = [g.group_id for g in ctx.all_groups()]
         shard.coordinator.unload(partition=shard.partition, node=shard.node, leader_epoch=shard.epoch, reason=why)
         if self.on_change is not None:
             for group_id in groups:
@@ -235,6 +236,10 @@ class CoordinatorRuntime(ShardedRuntime):
         holder = self._holding(group_id)
         return None if holder is None else holder.streams_group(group_id)
 
+    def share_group(self, group_id: str) -> ShareGroup | None:
+        holder = self._holding(group_id)
+        return None if holder is None else holder.share_group(group_id)
+
     def committed(self, group_id: str) -> dict:
         """(topic, partition) -> CommittedOffset of `group_id`, wherever it is coordinated."""
         holder = self._holding(group_id)
@@ -249,6 +254,9 @@ class CoordinatorRuntime(ShardedRuntime):
 
     def streams_group_describe(self, group_id: str) -> dict:
         return (self._holding(group_id) or self._nobody).streams_group_describe(group_id)
+
+    def share_group_describe(self, group_id: str) -> dict:
+        return (self._holding(group_id) or self._nobody).share_group_describe(group_id)
 
     def coordinator_node(self, group_id: str) -> int:
         """The broker coordinating `group_id` now (NO_NODE: none, or still loading)."""

@@ -75,7 +75,7 @@ class CoordinatorService:
     def _matches(self, group_id: str, state: str | None, members: int | None,
                  generation_at_least: int | None) -> bool:
         group = (self.runtime.group(group_id) or self.runtime.consumer_group(group_id)
-                 or self.runtime.streams_group(group_id))
+                 or self.runtime.streams_group(group_id) or self.runtime.share_group(group_id))
         if group is None:
             return state == "Dead" and members in (None, 0)
         return ((state is None or str(group.state) == state)

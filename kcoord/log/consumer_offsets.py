@@ -88,6 +88,8 @@ are ints):
 "active_pending_revocation" may also be {sid: [p]}: the partitions then carry the member epoch,
 which Kafka's loader assumes for a task without its epoch.
 
+Share groups (KIP-932), types 10-15: kcoord.log.share_group_records.
+
 Kafka 4.3 writes OffsetCommitValue v4 (v1 when the commit carried an explicit retention)
 and GroupMetadataValue v3; so does kcoord. `decode_key`/`decode_value` read every version up
 to those, and give the JSON shape Kafka's OffsetsMessageFormatter and
@@ -111,7 +113,7 @@ from typing import Callable, Iterable
 from kcoord.coordinator.config import offsets_partition_for
 from kcoord.coordinator.offsets.committed import CommittedOffset
 from kcoord.coordinator.records import (ConsumerGroupRecord, GroupMetadataRecord, OffsetCommitRecord, Record,
-                                        StreamsGroupRecord, TxnOffsetCommitRecord)
+                                        ShareGroupRecord, StreamsGroupRecord, TxnOffsetCommitRecord)
 from wire import records as R
 
 TOPIC = "__consumer_offsets"
@@ -684,6 +686,7 @@ class OffsetsTopic:
         # gone since.
         self._consumer_groups: dict[str, dict] = {}
         self._streams_groups: dict[str, dict] = {}
+        self._share_groups: dict[str, dict] = {}
 
     def ensure(self):
         """The topic, created with Kafka's partition count and configs if it does not exist (the
@@ -705,6 +708,10 @@ class OffsetsTopic:
         """remember_consumer_group's counterpart for a streams group."""
         self._streams_groups[group_id] = value
 
+    def remember_share_group(self, group_id: str, value: dict) -> None:
+        """remember_consumer_group's counterpart for a share group."""
+        self._share_groups[group_id] = value
+
     def partition_for(self, group_id: str, topic) -> int:
         if self._count is None or self._count[0] != topic.topic_id:
             self._count = (topic.topic_id, len(topic.partitions))
@@ -717,6 +724,7 @@ class OffsetsTopic:
         grouped: dict[int, list[tuple[bytes, bytes | None]]] = {}   # partition -> (key, value), all at `now`
         written: dict[str, dict | None] = {}
         written_streams: dict[str, dict | None] = {}
+        written_share: dict[str, dict | None] = {}
         # A commit's records all name one group and few topics: the group's partition (Java's
         # String.hashCode of its id) and each topic's id are looked up once per append.
         partition_of: dict[str, int] = {}
@@ -748,6 +756,13 @@ class OffsetsTopic:
                 grouped.setdefault(self.partition_for(record.group_id, topic), []).extend(
                     streams_group_records(record.value, record.group_id, previous))
                 written_streams[record.group_id] = record.value
+                continue
+            elif isinstance(record, ShareGroupRecord):
+                previous = written_share[record.group_id] if record.group_id in written_share \
+                    else self._share_groups.get(record.group_id)
+                grouped.setdefault(self.partition_for(record.group_id, topic), []).extend(
+                    sgr.share_group_records(record.value, record.group_id, previous))
+                written_share[record.group_id] = record.value
                 continue
             elif type(record) is TxnOffsetCommitRecord:
                 committed = self.topics.get(record.topic)
@@ -784,7 +799,8 @@ class OffsetsTopic:
             ends[index] = base + len(entries)
         if self.durable is not None:
             self.durable.append_batches([(TOPIC, index, data) for index, data, *_ in batches])
-        for snapshots, latest in ((self._consumer_groups, written), (self._streams_groups, written_streams)):
+        for snapshots, latest in ((self._consumer_groups, written), (self._streams_groups, written_streams),
+                                  (self._share_groups, written_share)):
             for group_id, value in latest.items():
                 if value is None:
                     snapshots.pop(group_id, None)
@@ -914,3 +930,7 @@ def _end_transaction(live: list, producer_id: int, commit: bool) -> None:
         if current is None or entry[3] > current[3]:
             latest.pop(key, None)
             latest[key] = entry
+
+
+# At the end: share_group_records builds on this module's writers.
+from kcoord.log import share_group_records as sgr  # noqa: E402

@@ -25,11 +25,12 @@ from __future__ import annotations
 import base64
 import struct
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kcoord.coordinator.offsets.committed import CommittedOffset
 from kcoord.coordinator.offsets.transactional import LoadedPending
 from kcoord.log import consumer_offsets as co
+from kcoord.log import share_group_records as sgr
 from wire import records as R
 
 _STATES = {v: k for k, v in co._MEMBER_STATE.items()}
@@ -311,6 +312,82 @@ class StreamsGroupParts:
                 "removed_members": []}
 
 
+# ---- share groups (KIP-932) ------------------------------------------------------------------
+
+def _share_member(data: bytes) -> dict:
+    return _flexible_value(data, "ShareGroupMemberMetadataValue", lambda r: {
+        "rack_id": r.compact_nullable_str("RackId"), "client_id": r.compact_str("ClientId"),
+        "client_host": r.compact_str("ClientHost"), "subscribed_topic_names": _strings(r, "SubscribedTopicNames")})[0]
+
+
+def _share_metadata(data: bytes) -> dict:
+    return _flexible_value(data, "ShareGroupMetadataValue", lambda r: {
+        "epoch": r.int(">i", "Epoch"), "metadata_hash": r.int(">q", "MetadataHash")})[0]
+
+
+def _share_target_member(data: bytes) -> dict:
+    return _flexible_value(data, "ShareGroupTargetAssignmentMemberValue",
+                           lambda r: r.topic_partitions("TopicPartitions", False))[0]
+
+
+def _share_current(data: bytes) -> dict:
+    return _flexible_value(data, "ShareGroupCurrentMemberAssignmentValue", lambda r: {
+        "member_epoch": r.int(">i", "MemberEpoch"), "previous_member_epoch": r.int(">i", "PreviousMemberEpoch"),
+        "state": r.int(">b", "State"), "assigned": r.topic_partitions("AssignedPartitions", False)})[0]
+
+
+def _share_state_partitions(data: bytes) -> dict:
+    def infos(r: _Reader, what: str) -> dict:
+        out = {}
+        for _ in range(r.compact_len(what)):
+            topic_id, name, partitions = r.uuid(what), r.compact_str(what), r.int32s(what)
+            r.tagged_fields(what)
+            out[topic_id] = {"name": name, "partitions": partitions}
+        return out
+
+    def deleting(r: _Reader) -> dict:
+        out = {}
+        for _ in range(r.compact_len("DeletingTopics")):
+            topic_id, name = r.uuid("DeletingTopics"), r.compact_str("DeletingTopics")
+            r.tagged_fields("DeletingTopics")
+            out[topic_id] = name
+        return out
+    return _flexible_value(data, "ShareGroupStatePartitionMetadataValue", lambda r: {
+        "initializing": infos(r, "InitializingTopics"), "initialized": infos(r, "InitializedTopics"),
+        "deleting": deleting(r)})[0]
+
+
+class ShareGroupParts(StreamsGroupParts):
+    """One share group's records as a partition replays them (types 10-15), each key's latest
+    winning."""
+
+    _MEMBER_RECORDS = {sgr.SHARE_MEMBER_METADATA: ("members", _share_member),
+                       sgr.SHARE_TARGET_MEMBER: ("target", _share_target_member),
+                       sgr.SHARE_CURRENT_ASSIGNMENT: ("current", _share_current)}
+
+    def __init__(self):
+        super().__init__()
+        self.state_partitions: dict | None = None
+
+    def replay(self, kind: int, key: co._Reader, value: bytes | None) -> None:
+        if kind == sgr.SHARE_GROUP_METADATA:
+            self.metadata = None if value is None else _share_metadata(value)
+        elif kind == sgr.SHARE_TARGET_METADATA:
+            self.target_epoch = None if value is None else streams_target_metadata_value(value)
+        elif kind == sgr.SHARE_STATE_PARTITION_METADATA:
+            self.state_partitions = None if value is None else _share_state_partitions(value)
+        else:
+            super().replay(kind, key, value)
+
+    def snapshot(self, group_id: str) -> dict | None:
+        out = super().snapshot(group_id)
+        if out is None:
+            return None
+        del out["topology"]
+        out["state_partitions"] = self.state_partitions or {"initializing": {}, "initialized": {}, "deleting": {}}
+        return out
+
+
 def _classic_group(group_id: str, value: dict, now_ms: int) -> dict:
     """A GroupMetadataValue as the coordinator's group metadata (membership.load_group): each member
     comes back with the one protocol Kafka keeps, the group's."""
@@ -357,6 +434,7 @@ class LoadedPartition:
     offsets: list[tuple[str, str, int, CommittedOffset]]
     pending: LoadedPending
     streams: list[dict]   # streams group snapshots (kcoord.log.consumer_offsets describes them)
+    share: list[dict] = field(default_factory=list)   # share group snapshots (kcoord.coordinator.share.snapshot)
 
 
 def load_partition(partition, now_ms: int) -> tuple[list[dict], list[dict], list[tuple[str, str, int, CommittedOffset]],
@@ -372,6 +450,7 @@ def read_partition(partition, now_ms: int) -> LoadedPartition:
     classic: dict[str, dict] = {}
     consumer: dict[str, dict] = {}
     streams: dict[str, StreamsGroupParts] = {}
+    share: dict[str, ShareGroupParts] = {}
     latest_kind: dict[str, str] = {}   # which kind of group the id named last
     offsets: dict[tuple[str, str, int], CommittedOffset] = {}
     positions: dict[tuple[str, str, int], int] = {}   # the record offset each committed offset came from
@@ -429,6 +508,10 @@ def read_partition(partition, now_ms: int) -> LoadedPartition:
                 streams.setdefault(group_id, StreamsGroupParts()).replay(kind, r, value)
                 if kind == co.STREAMS_GROUP_METADATA and value is not None:
                     latest_kind[group_id] = "streams"
+            elif kind in sgr.SHARE_RECORD_TYPES:
+                share.setdefault(group_id, ShareGroupParts()).replay(kind, r, value)
+                if kind == sgr.SHARE_GROUP_METADATA and value is not None:
+                    latest_kind[group_id] = "share"
             elif kind == co.CONSUMER_GROUP_METADATA:
                 parts_of(group_id)["epoch"] = None if value is None else _int32_value(value, "Epoch")
                 if value is not None:
@@ -448,7 +531,7 @@ def read_partition(partition, now_ms: int) -> LoadedPartition:
                 else:
                     held.pop(second, None)   # re-inserted: members keep the order of their latest records
                     held[second] = decode(value)
-            # Other types (share groups, types Kafka no longer writes) are not kcoord's: left alone.
+            # Other types (types Kafka no longer writes) are not kcoord's: left alone.
     classic_out = [_classic_group(g, v, now_ms) for g, v in classic.items() if latest_kind.get(g) == "classic"]
     consumer_out = []
     for group_id, parts in consumer.items():
@@ -461,8 +544,10 @@ def read_partition(partition, now_ms: int) -> LoadedPartition:
     waiting.floors = [(*k, positions[k]) for k in dict.fromkeys(e[1:4] for e in waiting.offsets) if k in positions]
     streams_out = [snapshot for group_id, parts in streams.items() if latest_kind.get(group_id) == "streams"
                    for snapshot in [parts.snapshot(group_id)] if snapshot is not None]
+    share_out = [snapshot for group_id, parts in share.items() if latest_kind.get(group_id) == "share"
+                 for snapshot in [parts.snapshot(group_id)] if snapshot is not None]
     return LoadedPartition(classic_out, consumer_out, [(g, t, p, v) for (g, t, p), v in offsets.items()], waiting,
-                           streams_out)
+                           streams_out, share_out)
 
 
 def keys_of(topic) -> tuple[set[str], set[tuple[str, str, int]]]:
@@ -500,13 +585,15 @@ class OffsetsPartitions:
         return self.topic.ensure()
 
     def read(self, index: int) -> LoadedPartition:
-        """Every group and offset partition `index` holds; each consumer and streams group is
+        """Every group and offset partition `index` holds; each consumer, streams and share group is
         remembered as the log holds it, what its next snapshot's tombstones are worked out against."""
         loaded = read_partition(self.topic.ensure().partitions[index], self.topic.now_ms())
         for value in loaded.consumer:
             self.topic.remember_consumer_group(value["group_id"], value)
         for value in loaded.streams:
             self.topic.remember_streams_group(value["group_id"], value)
+        for value in loaded.share:
+            self.topic.remember_share_group(value["group_id"], value)
         return loaded
 
     def write_marker(self, index: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,

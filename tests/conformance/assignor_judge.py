@@ -79,6 +79,7 @@ class Problem:
     topics: list[Topic]
     members: list[Member]
     subscription_type: str  # "homogeneous" | "heterogeneous"
+    assignable: dict[str, list[int]] | None = None   # simple: topic id -> partitions (None: all)
 
     def to_json(self) -> dict:
         names = {t.topic_id: t.name for t in self.topics}
@@ -91,6 +92,7 @@ class Problem:
             "members": [{"id": m.member_id, "instance": m.instance_id, "rack": m.rack_id,
                          "topics": [names[t] for t in order if t in m.topics] + m.ghosts,
                          "assigned": [[t, ps] for t, ps in m.assigned]} for m in self.members],
+            **({} if self.assignable is None else {"assignable": self.assignable}),
         }
 
     def specs(self) -> tuple[dict[str, MemberSpec], dict[str, TopicSpec]]:
@@ -107,11 +109,37 @@ class Problem:
 
     def solve_in_python_raw(self) -> dict:
         from kcoord.coordinator.assignors import assignors
+        from kcoord.coordinator.assignors.simple import SimpleAssignor
         members, topics = self.specs()
+        if self.assignor == "simple":
+            return SimpleAssignor().assign(members, topics, self.subscription_type, self.assignable)
         return assignors()[self.assignor].assign(members, topics, self.subscription_type)
 
     def solve_in_python(self) -> dict[str, dict[str, frozenset[int]]]:
         return normalize(self.solve_in_python_raw(), self.specs()[0])
+
+
+def check(judge: Judge, problem: Problem) -> dict:
+    """Python's answer equals Kafka's, in the order Kafka's target assignment record would list
+    topics and partitions; where Kafka's assignor fails, Python's raises. Returns Kafka's raw
+    answer (for the next round)."""
+    import pytest
+
+    answer = judge.solve(problem)
+    members, _ = problem.specs()
+    where = json.dumps(problem.to_json())
+    expected = kafka_answer(answer, members)
+    if "error" in expected:
+        with pytest.raises(Exception):
+            problem.solve_in_python()
+        return answer
+    raw = problem.solve_in_python_raw()
+    assert normalize(raw, members) == expected, f"differs from Kafka on {where}"
+    for member_id, topics in answer["assignment"].items():
+        kafka_order = [(t, ps) for t, ps in topics.items() if ps]
+        ours = [(t, list(ps.record_order)) for t, ps in raw[member_id].items() if len(ps)]
+        assert ours == kafka_order, f"record order of {member_id} differs on {where}"
+    return answer
 
 
 def normalize(assignment: dict, members) -> dict[str, dict[str, frozenset[int]]]:

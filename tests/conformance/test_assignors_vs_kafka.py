@@ -9,7 +9,6 @@ answer in Kafka's record order), arbitrary current assignments, members subscrib
 (fixed seed, bounded count)."""
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
@@ -17,7 +16,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from kcoord.coordinator.javaorder import TimelineHashTable, kafka_uuid_string, string_hash
-from tests.conformance.assignor_judge import (Judge, Member, Problem, Topic, kafka_answer, normalize, make_member_id,
+from tests.conformance.assignor_judge import (Judge, Member, Problem, Topic, check, make_member_id,
                                               make_members, make_topics, random_current_assignment,
                                               subscription_type, with_assignment)
 
@@ -31,24 +30,6 @@ def judge():
     j.close()
 
 
-def check(judge: Judge, problem: Problem) -> dict:
-    """Python's answer equals Kafka's; returns Kafka's raw answer (for the next round)."""
-    answer = judge.solve(problem)
-    members, _ = problem.specs()
-    expected = kafka_answer(answer, members)
-    if "error" in expected:
-        with pytest.raises(Exception):
-            problem.solve_in_python()
-        return answer
-    raw = problem.solve_in_python_raw()
-    got = normalize(raw, members)
-    assert got == expected, f"differs from Kafka on {json.dumps(problem.to_json())}"
-    # and in the order Kafka's target assignment record would list topics and partitions
-    for member_id, topics in answer["assignment"].items():
-        kafka_order = [(t, ps) for t, ps in topics.items() if ps]
-        ours = [(t, list(ps.record_order)) for t, ps in raw[member_id].items()]
-        assert ours == kafka_order, f"record order of {member_id} differs on {json.dumps(problem.to_json())}"
-    return answer
 
 
 def random_problem(rng: random.Random, assignor: str, homogeneous: bool) -> Problem:

@@ -356,7 +356,7 @@ KCOORD_FEATURES = [
     "Feature: group.version SupportedMinVersion: 1 SupportedMaxVersion: 1 FinalizedVersionLevel: 1",
     "Feature: kraft.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
     "Feature: metadata.version SupportedMinVersion: 4.3-IV0 SupportedMaxVersion: 4.3-IV0 FinalizedVersionLevel: 4.3-IV0",
-    "Feature: share.version SupportedMinVersion: 0 SupportedMaxVersion: 0 FinalizedVersionLevel: 0",
+    "Feature: share.version SupportedMinVersion: 0 SupportedMaxVersion: 1 FinalizedVersionLevel: 1",
     "Feature: streams.version SupportedMinVersion: 0 SupportedMaxVersion: 1 FinalizedVersionLevel: 1",
     "Feature: transaction.version SupportedMinVersion: 0 SupportedMaxVersion: 2 FinalizedVersionLevel: 2",
 ]
@@ -402,10 +402,10 @@ def test_api_versions_carry_the_features_from_v3_and_those_with_minimum_0_from_v
     v4, epoch, finalized = features(both[0], 4)
     assert v4 == {"metadata.version": (30, 30), "kraft.version": (0, 0), "group.version": (1, 1),
                   "transaction.version": (0, 2), "eligible.leader.replicas.version": (1, 1),
-                  "share.version": (0, 0), "streams.version": (0, 1)}
+                  "share.version": (0, 1), "streams.version": (0, 1)}
     assert (epoch, finalized) == (0, {"metadata.version": (30, 30), "group.version": (1, 1),
                                       "transaction.version": (2, 2), "eligible.leader.replicas.version": (1, 1),
-                                      "streams.version": (1, 1)})
+                                      "share.version": (1, 1), "streams.version": (1, 1)})
 
 
 def _quorum_offsets(text: str) -> str:
@@ -548,10 +548,12 @@ def _finalized(bootstrap: str) -> dict:
     return {f.name: f.max_version_level for f in r.finalized_features}
 
 
-@pytest.mark.parametrize("feature,lower,default", [("transaction.version", 1, 2), ("streams.version", 0, 1)])
+@pytest.mark.parametrize("feature,lower,default", [("transaction.version", 1, 2), ("streams.version", 0, 1),
+                                                   ("share.version", 0, 1)])
 def test_features_downgrade_and_upgrade_move_the_features_served_at_several_levels(tools, both, feature, lower,
                                                                                     default):
-    """A feature at 0 is off and leaves the finalized list (streams.version 0: no streams groups)."""
+    """A feature at 0 is off and leaves the finalized list (streams.version 0: no streams groups;
+    share.version 0: no share groups)."""
     try:
         _run(tools, both, "features", "downgrade", "--feature", f"{feature}={lower}")
         assert [_finalized(b).get(feature, 0) for b in both] == [lower, lower]

@@ -40,6 +40,28 @@ KAFKA_DEFAULTS = {
     "group.streams.assignment.interval.ms": "1000",
     "group.streams.min.assignment.interval.ms": "0",
     "group.streams.max.assignment.interval.ms": "15000",
+    # GroupCoordinatorConfig's and ShareGroupConfig's group.share.* (KIP-932).
+    "group.share.session.timeout.ms": "45000",
+    "group.share.min.session.timeout.ms": "45000",
+    "group.share.max.session.timeout.ms": "60000",
+    "group.share.heartbeat.interval.ms": "5000",
+    "group.share.min.heartbeat.interval.ms": "5000",
+    "group.share.max.heartbeat.interval.ms": "15000",
+    "group.share.max.size": "200",
+    "group.share.assignors": "simple",
+    "group.share.assignment.interval.ms": "1000",
+    "group.share.min.assignment.interval.ms": "0",
+    "group.share.max.assignment.interval.ms": "15000",
+    "group.share.record.lock.duration.ms": "30000",
+    "group.share.min.record.lock.duration.ms": "15000",
+    "group.share.max.record.lock.duration.ms": "60000",
+    "group.share.delivery.count.limit": "5",
+    "group.share.min.delivery.count.limit": "2",
+    "group.share.max.delivery.count.limit": "10",
+    "group.share.partition.max.record.locks": "2000",
+    "group.share.min.partition.max.record.locks": "100",
+    "group.share.max.partition.max.record.locks": "4000",
+    "group.share.max.share.sessions": "2000",
     "group.initial.rebalance.delay.ms": "3000",
     "group.min.session.timeout.ms": "6000",
     "group.max.session.timeout.ms": "1800000",
@@ -314,6 +336,41 @@ def test_streams_group_configs_reach_the_coordinator():
     (["group.streams.max.size=0"], "group.streams.max.size=0: must be at least 1"),
 ])
 def test_streams_group_configs_are_checked_as_kafka_checks_them(pairs, refused):
+    with pytest.raises(bc.ConfigError) as err:
+        serve_config(*[arg for pair in pairs for arg in ("--config", pair)])
+    assert str(err.value).startswith(refused), str(err.value)
+
+
+def test_share_group_configs_reach_the_coordinator_and_are_no_longer_warned_about(caplog):
+    with caplog.at_level(logging.WARNING, logger="kcoord"):
+        cfg = serve_config("--config", "group.share.session.timeout.ms=50000",
+                           "--config", "group.share.heartbeat.interval.ms=6000", "--config", "group.share.max.size=7",
+                           "--config", "group.share.assignment.interval.ms=0",
+                           "--config", "group.share.record.lock.duration.ms=20000")
+    assert caplog.records == []
+    c = build_coordinator(cfg, TopicStore(), ManualTimer()).runtime.config
+    assert (c.share_session_timeout_ms, c.share_heartbeat_interval_ms, c.share_max_size,
+            c.share_assignment_interval_ms) == (50000, 6000, 7, 0)
+    assert cfg.group_share_record_lock_duration_ms == 20000
+
+
+@pytest.mark.parametrize("pairs, refused", [
+    # GroupCoordinatorConfig's and ShareGroupConfig's requirements, in their words.
+    (["group.share.session.timeout.ms=44999"],
+     "group.share.session.timeout.ms=44999: must be greater than or equal to group.share.min.session.timeout.ms"),
+    (["group.share.max.heartbeat.interval.ms=50000", "group.share.heartbeat.interval.ms=45000"],
+     "group.share.heartbeat.interval.ms=45000: must be less than group.share.session.timeout.ms"),
+    (["group.share.max.size=1001"], "group.share.max.size=1001: must be at most 1000"),
+    (["group.share.delivery.count.limit=1"], "group.share.delivery.count.limit=1: must be at least 2"),
+    (["group.share.max.delivery.count.limit=5", "group.share.delivery.count.limit=6"],
+     "group.share.max.delivery.count.limit=5: must be greater than or equal to group.share.delivery.count.limit"),
+    (["group.share.record.lock.duration.ms=10000"],
+     "group.share.record.lock.duration.ms=10000: must be greater than or equal to "
+     "group.share.min.record.lock.duration.ms"),
+    (["group.share.max.share.sessions=100"],
+     "group.share.max.share.sessions=100: must be greater than or equal to group.share.max.size"),
+])
+def test_share_group_configs_are_checked_as_kafka_checks_them(pairs, refused):
     with pytest.raises(bc.ConfigError) as err:
         serve_config(*[arg for pair in pairs for arg in ("--config", pair)])
     assert str(err.value).startswith(refused), str(err.value)

@@ -313,14 +313,6 @@ class ConsumerProtocol(ModernProtocol):
                       old_member_id=old.member_id)
 
     # ------------------------------------------------------------- assignment
-    def _topics(self) -> dict[str, tuple[str, int]]:
-        """Every topic a member may subscribe to: name -> (id text, partition count)."""
-        store = getattr(self.ctx.topics, "topics", None)
-        if not isinstance(store, dict):
-            return {}
-        return {name: (str(t.topic_id), len(t.partitions)) for name, t in store.items()
-                if not getattr(t, "internal", False)}
-
     def _member_topic_names(self, member: ConsumerMember, topics: Mapping[str, tuple[str, int]],
                             group: ConsumerGroup) -> set[str]:
         names = {n for n in member.subscribed_topic_names if n in topics}
@@ -524,7 +516,7 @@ class ConsumerProtocol(ModernProtocol):
         group = self.groups.get(group_id)
         if group is None:
             # Kafka describes a group it cannot describe by its id and error alone: no state.
-            if group_id in ctx.groups or group_id in ctx.streams_groups:
+            if group_id in ctx.groups or group_id in ctx.streams_groups or group_id in ctx.share_groups:
                 return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND,
                                                 f"Group {group_id} is not a consumer group.", state="")
             return ConsumerGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.",

@@ -14,6 +14,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kcoord.coordinator.modern import ModernGroup
 from kcoord.coordinator.streams.topology import ConfiguredTopology, StreamsTopology
 
 JOIN_EPOCH = 0
@@ -120,7 +121,7 @@ class StreamsMember:
 
 
 @dataclass(eq=False)
-class StreamsGroup:
+class StreamsGroup(ModernGroup):
     group_id: str
     # As Kafka 4.3's StreamsGroup, a new group starts at epoch 1: its first member's join bumps it to 2.
     group_epoch: int = 1
@@ -144,28 +145,8 @@ class StreamsGroup:
     protocol_type = "streams"  # what DescribeGroups and ListGroups tell of it
 
     @property
-    def generation(self) -> int:   # what events carry as the generation: the group epoch
-        return self.group_epoch
-
-    @property
     def protocol_name(self) -> str:   # events name the assignor here
         return "sticky"
-
-    # ----------------------------------------------------------------- members
-    def put(self, member: StreamsMember) -> None:
-        self.members[member.member_id] = member
-
-    def remove(self, member_id: str) -> None:
-        self.members.pop(member_id, None)
-        self.target.pop(member_id, None)
-        self.removed_since_record.append(member_id)
-
-    def is_empty(self) -> bool:
-        return not self.members
-
-    @property
-    def size(self) -> int:
-        return len(self.members)
 
     # -------------------------------------------------------------- task owners
     def active_owner(self, subtopology: str, partition: int, but: str | None = None) -> str | None:
@@ -199,9 +180,6 @@ class StreamsGroup:
         if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
             return StreamsGroupState.RECONCILING
         return StreamsGroupState.STABLE
-
-    def is_in(self, *states) -> bool:
-        return self.state in states
 
     def source_topics(self) -> set[str]:
         """The topics its offsets are about, while it has members (retention: Kafka's

@@ -21,15 +21,13 @@ source topic regexes (INVALID_REQUEST): so does kcoord.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
-import struct
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from kcoord.coordinator.context import CoordinatorContext
 from kcoord.coordinator.events import EventKind as K
-from kcoord.coordinator.modern import ModernProtocol
+from kcoord.coordinator.modern import ModernProtocol, topics_digest
 from kcoord.coordinator.records import StreamsGroupRecord
 from kcoord.coordinator.results import Refused
 from kcoord.coordinator.streams import snapshot as snap
@@ -161,17 +159,11 @@ class StreamsProtocol(ModernProtocol):
         return self.ctx.streams_groups
 
     # ================================================================ heartbeat
-    def heartbeat(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatResult:
-        ctx = self.ctx
-        try:
-            validate(req)
-            if ctx.availability(req.group_id):
-                return StreamsHeartbeatResult(ctx.availability(req.group_id))
-            if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                return self._leave(req)
-            return self._heartbeat_or_undo(req)
-        except Refused as refused:
-            return StreamsHeartbeatResult(refused.error, refused.message)
+    leave_epochs = (LEAVE_EPOCH, STATIC_LEAVE_EPOCH)
+    result_type = StreamsHeartbeatResult
+
+    def _validate(self, req: StreamsHeartbeatRequest) -> None:
+        validate(req)
 
     def _group_for(self, req: StreamsHeartbeatRequest) -> StreamsGroup:
         ctx = self.ctx
@@ -202,25 +194,14 @@ class StreamsProtocol(ModernProtocol):
                               f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
                               "partitions and rejoin.")
 
-    def _heartbeat_or_undo(self, req: StreamsHeartbeatRequest) -> StreamsHeartbeatResult:
-        ctx = self.ctx
-        group = self._group_for(req)
-        existed = self.groups.get(group.group_id) is group
-        restore_point = snap.snapshot(group) if existed else None
-        configured = group.configured
-        mark = ctx.event_mark()
-        try:
-            return self._heartbeat(req, group)
-        except Refused:
-            # Kafka applies none of a failed heartbeat's records: the group is put back.
-            ctx.drop_events_since(mark)
-            if restore_point is None:
-                self.groups.pop(group.group_id, None)
-            else:
-                restored = snap.restore(restore_point)
-                restored.configured = configured
-                self.groups[group.group_id] = restored
-            raise
+    def _restore_point(self, group: StreamsGroup):
+        value, configured = snap.snapshot(group), group.configured
+
+        def restore() -> StreamsGroup:
+            restored = snap.restore(value)
+            restored.configured = configured   # worked out from the topics, never recorded
+            return restored
+        return restore
 
     def _heartbeat(self, req: StreamsHeartbeatRequest, group: StreamsGroup) -> StreamsHeartbeatResult:
         ctx = self.ctx
@@ -523,7 +504,7 @@ class StreamsProtocol(ModernProtocol):
             return {"error_code": ctx.availability(group_id), "group_id": group_id}
         group = self.groups.get(group_id)
         if group is None:
-            known = group_id in ctx.groups or group_id in ctx.consumer_groups
+            known = group_id in ctx.groups or group_id in ctx.consumer_groups or group_id in ctx.share_groups
             return {"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "group_id": group_id,
                     "error_message": f"Group {group_id} is not a streams group." if known
                     else f"Group {group_id} not found."}
@@ -629,14 +610,4 @@ class StreamsProtocol(ModernProtocol):
 
 
 def _metadata_hash(topology: StreamsTopology, topics: Mapping[str, tuple[str, int]]) -> int:
-    """A 64-bit digest of the required topics that exist (id, name, partition count): it moves when
-    one is created, deleted or grows. Kafka hashes the same with XXH3 (and the partitions' racks);
-    only whether it changed matters, so kcoord's own digest serves (docs/deviations.md)."""
-    present = [name for name in sorted(topology.required_topics()) if name in topics]
-    if not present:
-        return 0
-    h = hashlib.blake2b(digest_size=8)
-    for name in present:
-        tid, count = topics[name]
-        h.update(f"{tid}\0{name}\0{count}\0".encode())
-    return struct.unpack(">q", h.digest())[0]
+    return topics_digest(topology.required_topics(), topics)

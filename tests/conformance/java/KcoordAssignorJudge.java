@@ -1,12 +1,15 @@
-// Runs Apache Kafka's own server assignors (UniformAssignor, RangeAssignor of
-// kafka-group-coordinator) on assignment problems, for tests/conformance/test_assignors_vs_kafka.py.
+// Runs Apache Kafka's own server assignors (UniformAssignor, RangeAssignor and the share groups'
+// SimpleAssignor of kafka-group-coordinator) on assignment problems, for
+// tests/conformance/test_assignors_vs_kafka.py and test_simple_assignor_vs_kafka.py.
 // stdin: one JSON problem a line; stdout: one JSON answer a line, in order.
 // Also: {"timeline": [["add"|"remove", key], ...]} answers {"order": [key, ...]}.
 //
-// A problem: {"assignor": "uniform"|"range", "subscription_type": "homogeneous"|"heterogeneous",
+// A problem: {"assignor": "uniform"|"range"|"simple", "subscription_type": "homogeneous"|"heterogeneous",
 //   "topics": [{"id": base64 Uuid, "name": str, "partitions": n, "racks": [[rack, ...] per partition] | null}],
 //   "members": [{"id": str, "instance": str|null, "rack": str|null, "topics": [topic name, ...],
-//                "assigned": [[topic id, [partition, ...]], ...]}]}
+//                "assigned": [[topic id, [partition, ...]], ...]}],
+//   "assignable": {topic id: [partition, ...]} | absent (every partition; a share group's are those
+//                 whose share state is initialized)}
 // The inputs are shaped as Kafka's coordinator shapes them: members put one by one into a
 // HashMap (TargetAssignmentBuilder), a member's subscribed names a HashSet resolved to ids
 // in its order (TopicIds itself), its current target assignment read back from a record
@@ -21,13 +24,14 @@ import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.timeline.SnapshotRegistry;
 import org.apache.kafka.timeline.TimelineHashMap;
-import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
+import org.apache.kafka.coordinator.group.api.assignor.PartitionAssignor;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.PartitionAssignorException;
 import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
 import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
 import org.apache.kafka.coordinator.group.assignor.RangeAssignor;
+import org.apache.kafka.coordinator.group.assignor.SimpleAssignor;
 import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
 import org.apache.kafka.coordinator.group.modern.Assignment;
 import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
@@ -71,6 +75,9 @@ public class KcoordAssignorJudge {
                 answer.set("assignment", solve(request));
             } catch (PartitionAssignorException e) {
                 answer.put("error", String.valueOf(e.getMessage()));
+            } catch (java.util.NoSuchElementException e) {
+                // SimpleAssignor runs out of unfilled members on some current assignments.
+                answer.put("error", "NoSuchElementException");
             }
             out.println(JSON.writeValueAsString(answer));
             out.flush();
@@ -184,10 +191,22 @@ public class KcoordAssignorJudge {
         else if (given.equals("heterogeneous")) type = SubscriptionType.HETEROGENEOUS;
         else type = subscriptions.stream().distinct().count() <= 1 ? SubscriptionType.HOMOGENEOUS : SubscriptionType.HETEROGENEOUS;
 
+        Optional<Map<Uuid, Set<Integer>>> assignable = Optional.empty();
+        JsonNode allowed = problem.get("assignable");
+        if (allowed != null && !allowed.isNull()) {
+            Map<Uuid, Set<Integer>> byTopic = new HashMap<>();
+            allowed.fields().forEachRemaining(e -> {
+                Set<Integer> partitions = new HashSet<>();
+                for (JsonNode p : e.getValue()) partitions.add(p.asInt());
+                byTopic.put(Uuid.fromString(e.getKey()), partitions);
+            });
+            assignable = Optional.of(byTopic);
+        }
         String name = problem.get("assignor").asText();
-        ConsumerGroupPartitionAssignor assignor = name.equals("range") ? new RangeAssignor() : new UniformAssignor();
+        PartitionAssignor assignor = name.equals("range") ? new RangeAssignor()
+            : name.equals("simple") ? new SimpleAssignor() : new UniformAssignor();
         GroupAssignment result = assignor.assign(
-            new GroupSpecImpl(Collections.unmodifiableMap(members), type, inverted), describer);
+            new GroupSpecImpl(Collections.unmodifiableMap(members), type, inverted, assignable), describer);
 
         ObjectNode answer = JSON.createObjectNode();
         for (Map.Entry<String, MemberAssignment> e : result.members().entrySet()) {

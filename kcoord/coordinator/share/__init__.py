@@ -1,0 +1,1 @@
+"""Share groups (KIP-932): the group coordinator's side (membership and assignment)."""
