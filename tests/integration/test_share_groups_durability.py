@@ -1,8 +1,8 @@
 """A share group (KIP-932) of KafkaShareConsumer 4.3.1 workers across kill -9 of kcoord, which is
 started again on the same port and data dir: what the new process knows of each record is what
 __share_group_state kept (kcoord.share.state). No record acknowledged before the kill is delivered
-again; no record acquired but not yet acknowledged at the kill is lost: it is delivered again
-(with a higher delivery count) and accepted. The workers ride through the restart unchanged."""
+again; no record acquired but not yet acknowledged at the kill is lost: it is delivered again and
+accepted. The workers ride through the restart unchanged."""
 from __future__ import annotations
 
 import collections
@@ -50,9 +50,11 @@ def test_kill_9_loses_no_acquired_record_and_redelivers_no_accepted_one(tmp_path
         assert all(len(by_offset[o]) == 1 for o in committed_before), \
             {o: by_offset[o] for o in committed_before if len(by_offset[o]) != 1}
         # Acquired (delivered) before the kill and not accepted then: delivered again, none lost.
+        # Their delivery count is what was persisted, as on Kafka: an acquisition is not written
+        # to __share_group_state, only acknowledgements, releases and expiries are.
         in_flight = delivered_before - accepted_before
         assert in_flight, "no record was in flight at the kill: the workers were too fast"
-        assert all(max(by_offset[o]) >= 2 for o in in_flight), {o: by_offset[o] for o in in_flight}
+        assert all(len(by_offset[o]) >= 2 for o in in_flight), {o: by_offset[o] for o in in_flight}
         assert set(by_offset) == set(range(RECORDS))
     finally:
         kill(proc)

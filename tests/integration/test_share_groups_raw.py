@@ -5,6 +5,7 @@ answers for a share group, DeleteGroups, and the group read back from __consumer
 kill -9 of `kcoord serve --data-dir` and by the broker taking over from its coordinator's."""
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -119,7 +120,13 @@ def test_a_share_group_comes_back_as_it_was_after_kill_9_of_kcoord(tmp_path):
 
 
 def _view(conn, group: str) -> tuple:
+    # Under load a three-broker kcoord may still be loading the group's partition (its leader
+    # settling after the start): clients retry COORDINATOR_LOAD_IN_PROGRESS, and so does this.
+    deadline = time.monotonic() + 30
     d = _describe(conn, group)
+    while d.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS and time.monotonic() < deadline:
+        time.sleep(0.2)
+        d = _describe(conn, group)
     return (ErrorCode(d.error_code), d.group_state, d.group_epoch, d.assignment_epoch,
             [(m.member_id, m.member_epoch, [(t.topic_name, sorted(t.partitions)) for t in m.assignment.topic_partitions])
              for m in d.members])
