@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kcoord.analytics import events as ev
 from kcoord.analytics import rebalances as rb
+from kcoord.analytics import share as sh
 from kcoord.analytics import streams as st
 from kcoord.analytics import transactions as tx
 
@@ -126,11 +127,13 @@ class _Progress:
 
 
 def event_schema():
-    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+    from pyspark.sql.types import IntegerType, LongType, MapType, StringType, StructField, StructType
 
     ints = {"generation", "members", "partition", "txn_partitions"}
     longs = {"time_ms", "commits", "producer_id"}
-    return StructType([StructField(f, LongType() if f in longs else IntegerType() if f in ints else StringType())
+    maps = {"counts": MapType(StringType(), LongType())}
+    return StructType([StructField(f, maps.get(f) or (LongType() if f in longs else IntegerType() if f in ints
+                                                      else StringType()))
                        for f in ev.FIELDS])
 
 
@@ -320,6 +323,26 @@ def streams_groups_table(spark, events):
             .map(lambda kv: st.streams_group_row(kv[1])).filter(lambda row: row is not None)
             .map(lambda row: tuple(row[f] for f in st.STREAMS_GROUP_FIELDS)))
     return spark.createDataFrame(rows, schema).orderBy("group_id").cache()
+
+
+def share_tables(spark, events):
+    """(share_groups_df, share_minutely_df): one row per share group and one per share group and
+    minute (kcoord.analytics.share), per group on the executors."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    def schema(fields):
+        return StructType([StructField(f, StringType() if f == "group_id" else LongType()) for f in fields])
+
+    by_group = (events.where(F.col("group_id").isNotNull() & (F.col("kind") != "offset_commits")).drop("time").rdd
+                .map(lambda r: (r["group_id"], r.asDict())).groupByKey().cache())
+    groups = (by_group.map(lambda kv: sh.share_group_row(kv[1])).filter(lambda row: row is not None)
+              .map(lambda row: tuple(row[f] for f in sh.SHARE_GROUP_FIELDS)))
+    minutes = (by_group.flatMap(lambda kv: sh.share_minutely_rows(kv[1]))
+               .map(lambda row: tuple(row[f] for f in sh.SHARE_MINUTELY_FIELDS)))
+    return (spark.createDataFrame(groups, schema(sh.SHARE_GROUP_FIELDS)).orderBy("group_id").cache(),
+            spark.createDataFrame(minutes, schema(sh.SHARE_MINUTELY_FIELDS))
+            .withColumn("minute", F.timestamp_millis("minute_ms")).orderBy("group_id", "minute_ms").cache())
 
 
 def transactions_summary(transactions) -> dict:
@@ -588,6 +611,11 @@ def _write_outputs(spark, out: Path, files, lines, since, until, inputs: int, of
     streams_groups = streams_groups_table(spark, events)
     streams_groups.write.mode("overwrite").parquet(str(out / "streams_groups"))
     summary["streams_groups"] = [r.asDict() for r in streams_groups.limit(1000).collect()]
+    share_groups, share_minutely = share_tables(spark, events)
+    share_groups.write.mode("overwrite").parquet(str(out / "share_groups"))
+    share_minutely.write.mode("overwrite").parquet(str(out / "share_minutely"))
+    summary["share_groups"] = [r.asDict() for r in share_groups.limit(1000).collect()]
+    summary["share_minutely"] = [r.asDict() for r in share_minutely.drop("minute").limit(20_000).collect()]
     connect_rounds, connect_holdings = connect_tables(spark, files, lines)
     since_ms, until_ms = parse_time(since), parse_time(until)
     if since_ms is not None:
@@ -610,7 +638,7 @@ def _print_done(summary: dict, out: Path, stream, took: str) -> None:
     print(f"[report] {summary['events']} events, {summary['rebalance_count']} rebalances in {summary['groups']} "
           f"groups; skipped {sum(skips.values())} lines {dict(skips) if skips else ''}; {took}; "
           f"{summary['failover']['count']} failover windows; {summary['transactions']['count']} transactions; "
-          f"{len(summary['streams_groups'])} streams groups; "
+          f"{len(summary['streams_groups'])} streams groups; {len(summary['share_groups'])} share groups; "
           f"wrote {out}/{{events,rebalances,group_hourly,failover_windows,transactions,streams_groups,"
-          f"connect_rounds,connect_holdings}} and "
+          f"share_groups,share_minutely,connect_rounds,connect_holdings}} and "
           f"{out / 'report.html'}", file=stream, flush=True)
