@@ -14,13 +14,19 @@ from kcoord.protocol_client import Connection
 from kcoord.security.acls import AclFilter, Operation, PatternType, Permission, ResourceType
 from kcoord.testing.brokers import create_topic
 from tests.integration.test_share_fetch import (ACCEPT, Member, _allow, acquired, make_topic, on_loop, open_session,
-                                                produce, server)  # noqa: F401 (server: the fixture)
+                                                produce)
 from wire.errors import ErrorCode
 
 pytestmark = [pytest.mark.integration]
 
 ZERO = uuid.UUID(int=0)
 NOT_HOSTED = "This server does not host this topic-partition."
+
+
+@pytest.fixture
+def server(kcoord_server):
+    """A fresh kcoord; share.version is 1 there, as Kafka 4.3 formats a new cluster."""
+    return kcoord_server
 
 
 def describe(conn, group: str, topics: dict[str, list[int]] | None, version: int = 1):
