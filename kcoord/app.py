@@ -16,6 +16,7 @@ from kcoord.cluster.controls import ClusterControls
 from kcoord.config import ServerConfig, cluster_nodes
 from kcoord.coordinator import build_coordinator
 from kcoord.coordinator.events import SHARE_RECORD_KINDS, EventKind
+from kcoord.coordinator.share.protocol import on_group_deleted as on_share_group_deleted
 from kcoord.dynamic_broker_config import DynamicBrokerConfigs
 from kcoord.features import FeatureLevels
 from kcoord.group_configs import GroupConfigs
@@ -109,6 +110,10 @@ class Kcoord:
         self.cluster.listeners.append(
             lambda change: self.share_state.leader_changed(change.partition, change.new_leader, change.epoch)
             if change.topic == SHARE_TOPIC else self.shares.leader_changed(change.topic, change.partition))
+        # As Kafka's DeleteGroups deletes a share group's state through the persister: a deleted
+        # share group's next life starts from its share.auto.offset.reset.
+        on_share_group_deleted(runtime.bus, lambda group_id: self.shares.delete_state(
+            group_id, list(self.shares.partitions_with_state(group_id))))
         # One broker per node, each the `ctx.broker` of its own listener's requests.
         self.brokers = [Broker(config, self.coordinator.broker(node.node_id), self.topics, node, self.cluster)
                         for node in self.cluster.nodes.values()]

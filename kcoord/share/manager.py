@@ -269,6 +269,16 @@ class ShareManager:
                                    lag=max(log_partition.high_watermark - state.start_offset - done, 0))
         return out
 
+    def partitions_with_state(self, group_id: str) -> dict[str, list[int]]:
+        """The group's share-partitions that have state (Kafka's initialized share-partitions),
+        by topic name: what DescribeShareGroupOffsets of all topics and DeleteGroups cover."""
+        out: dict[str, list[int]] = {}
+        for key in self.state.states(group_id):
+            topic = self.topics.by_id(key.topic_id)
+            if topic is not None:
+                out.setdefault(topic.name, []).append(key.partition)
+        return {name: sorted(ps) for name, ps in sorted(out.items())}
+
     def alter_start_offset(self, group_id: str, offsets: dict[Key, int]) -> dict[Key, ErrorCode]:
         """AlterShareGroupOffsets (the group has no member): each partition starts afresh there."""
         out = {}
