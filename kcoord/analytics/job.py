@@ -163,7 +163,12 @@ def offsets_topic_rows(spark, bootstrap: str, topic: str = "__consumer_offsets")
     whatever the option, `subscribe` or `assign`: it would read none of `__consumer_offsets`,
     on Kafka as on kcoord. So the partitions are assigned and read with its consumer-based
     reader (spark.sql.streaming.kafka.useDeprecatedOffsetFetching, set for this read only); the
-    decoded rows are persisted (memory and disk, on the executors) while it is set."""
+    decoded rows are persisted (memory and disk, on the executors) while it is set.
+
+    Each Spark partition decodes one topic partition, and the decoded rows are then coalesced
+    to the session's parallelism: a broker's 50 mostly empty partitions would otherwise be 50
+    tasks in every stage of the report (on a 2-core local session, ~100 s of task overhead for
+    a few hundred rows)."""
     import json
 
     from kcoord.protocol_client import Admin
@@ -183,7 +188,8 @@ def offsets_topic_rows(spark, bootstrap: str, topic: str = "__consumer_offsets")
               .option("assign", json.dumps({topic: partitions}))
               .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
         rows = (df.selectExpr("key", "value", "partition", "topic", "unix_millis(timestamp) AS ts_ms").rdd
-                .mapPartitions(_decode_offsets_partition).persist(StorageLevel.MEMORY_AND_DISK))
+                .mapPartitions(_decode_offsets_partition)
+                .coalesce(spark.sparkContext.defaultParallelism).persist(StorageLevel.MEMORY_AND_DISK))
         rows.count()
     finally:
         if before is None:
