@@ -76,9 +76,10 @@ def _parse_partition(kind):
 
 
 def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shuffle_partitions: int | None = 8,
-                  kafka_connector: bool = False):
+                  kafka_connector: bool = False, driver_java_options: tuple[str, ...] = ()):
     """kafka_connector: with Spark's Kafka source (its jars fetched with Maven once, see
-    kcoord.testing.spark_kafka; SparkKafkaUnavailable says what is missing)."""
+    kcoord.testing.spark_kafka; SparkKafkaUnavailable says what is missing).
+    driver_java_options: the driver JVM's options (in local mode, the executors' JVM too)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -94,6 +95,8 @@ def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shu
          .config("spark.sql.session.timeZone", "UTC"))
     if shuffle_partitions is not None:
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    if driver_java_options:
+        b = b.config("spark.driver.extraJavaOptions", " ".join(driver_java_options))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
