@@ -92,7 +92,8 @@ ESTIMATES = {
 
 SPARK_MODULES = ("tests/analytics/test_report_journal.py", "tests/analytics/test_report_kafka_logs.py",
                  "tests/analytics/test_report_kafka_topic.py", "tests/analytics/test_report_offsets_topic.py",
-                 "tests/analytics/test_report_failover.py", "tests/analytics/test_report_transactions.py")
+                 "tests/analytics/test_report_failover.py", "tests/analytics/test_report_transactions.py",
+                 "tests/analytics/test_report_connect.py")
 # One Spark session for both brokers' cases: the module's worker starts a reference Kafka of its
 # own rather than joining the long "reference-kafka" group with a Spark JVM beside it.
 SPARK_SOURCE_MODULE = "tests/integration/test_spark_kafka_source.py"
