@@ -77,9 +77,10 @@ def _parse_partition(kind):
 
 
 def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shuffle_partitions: int | None = 8,
-                  kafka_connector: bool = False):
+                  kafka_connector: bool = False, driver_java_options: tuple[str, ...] = ()):
     """kafka_connector: with Spark's Kafka source (its jars fetched with Maven once, see
-    kcoord.testing.spark_kafka; SparkKafkaUnavailable says what is missing)."""
+    kcoord.testing.spark_kafka; SparkKafkaUnavailable says what is missing).
+    driver_java_options: the driver JVM's options (in local mode, the executors' JVM too)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -95,6 +96,8 @@ def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shu
          .config("spark.sql.session.timeZone", "UTC"))
     if shuffle_partitions is not None:
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    if driver_java_options:
+        b = b.config("spark.driver.extraJavaOptions", " ".join(driver_java_options))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -166,7 +169,12 @@ def offsets_topic_rows(spark, bootstrap: str, topic: str = "__consumer_offsets")
     whatever the option, `subscribe` or `assign`: it would read none of `__consumer_offsets`,
     on Kafka as on kcoord. So the partitions are assigned and read with its consumer-based
     reader (spark.sql.streaming.kafka.useDeprecatedOffsetFetching, set for this read only); the
-    decoded rows are persisted (memory and disk, on the executors) while it is set."""
+    decoded rows are persisted (memory and disk, on the executors) while it is set.
+
+    Each Spark partition decodes one topic partition, and the decoded rows are then coalesced
+    to the session's parallelism: a broker's 50 mostly empty partitions would otherwise be 50
+    tasks in every stage of the report (on a 2-core local session, ~100 s of task overhead for
+    a few hundred rows)."""
     import json
 
     from kcoord.protocol_client import Admin
@@ -186,7 +194,8 @@ def offsets_topic_rows(spark, bootstrap: str, topic: str = "__consumer_offsets")
               .option("assign", json.dumps({topic: partitions}))
               .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
         rows = (df.selectExpr("key", "value", "partition", "topic", "unix_millis(timestamp) AS ts_ms").rdd
-                .mapPartitions(_decode_offsets_partition).persist(StorageLevel.MEMORY_AND_DISK))
+                .mapPartitions(_decode_offsets_partition)
+                .coalesce(spark.sparkContext.defaultParallelism).persist(StorageLevel.MEMORY_AND_DISK))
         rows.count()
     finally:
         if before is None:
