@@ -15,7 +15,8 @@ from kcoord.cluster.cluster import Cluster
 from kcoord.cluster.controls import ClusterControls
 from kcoord.config import ServerConfig, cluster_nodes
 from kcoord.coordinator import build_coordinator
-from kcoord.coordinator.events import EventKind
+from kcoord.coordinator.events import SHARE_RECORD_KINDS, EventKind
+from kcoord.coordinator.share.protocol import on_group_deleted as on_share_group_deleted
 from kcoord.dynamic_broker_config import DynamicBrokerConfigs
 from kcoord.features import FeatureLevels
 from kcoord.group_configs import GroupConfigs
@@ -104,10 +105,15 @@ class Kcoord:
         self.share_state = ShareStateRuntime(
             runtime.timer, self.topics, config.share_coordinator_state_topic_partitions,
             config.share_coordinator_snapshot_update_records_per_snapshot, load_ms=config.coordinator_load_ms)
-        self.shares = ShareManager(self.topics, runtime.timer, self.share_state, config, self.group_configs)
+        self.shares = ShareManager(self.topics, runtime.timer, self.share_state, config, self.group_configs,
+                                   bus=runtime.bus)
         self.cluster.listeners.append(
             lambda change: self.share_state.leader_changed(change.partition, change.new_leader, change.epoch)
             if change.topic == SHARE_TOPIC else self.shares.leader_changed(change.topic, change.partition))
+        # As Kafka's DeleteGroups deletes a share group's state through the persister: a deleted
+        # share group's next life starts from its share.auto.offset.reset.
+        on_share_group_deleted(runtime.bus, lambda group_id: self.shares.delete_state(
+            group_id, list(self.shares.partitions_with_state(group_id))))
         # One broker per node, each the `ctx.broker` of its own listener's requests.
         self.brokers = [Broker(config, self.coordinator.broker(node.node_id), self.topics, node, self.cluster)
                         for node in self.cluster.nodes.values()]
@@ -123,10 +129,12 @@ class Kcoord:
         # The latest coordinator events, for tests and (later) the admin endpoint. Not the
         # commits: one per OffsetCommit would push the groups' history out of the window, and
         # keeping ten thousand of them alive cost a commit a seventh of its CPU (the cyclic GC
-        # walking them) where the journal and metrics only count them.
+        # walking them) where the journal and metrics only count them. Nor a share group's record
+        # events, as frequent as its fetches.
         self.recorded_events: collections.deque = collections.deque(maxlen=10000)
         record = self.recorded_events.append
-        runtime.bus.subscribe(lambda e: e.kind is EventKind.OFFSETS_COMMITTED or record(e))
+        runtime.bus.subscribe(lambda e: e.kind is EventKind.OFFSETS_COMMITTED or e.kind in SHARE_RECORD_KINDS
+                              or record(e))
         self.journal_topic = (JournalTopic(self.broker.topics, self.config.journal_topic)
                               if self.config.journal_topic else None)
         self.journal = _open_journal(self.config, self.coordinator, self.journal_topic)

@@ -1,7 +1,9 @@
 """The coordinator event journal: one JSON line per group or transaction event, rotated by size.
 
 Offset commits are too frequent to journal one by one; they are summed per
-group and written as one `offset_commits` record per interval.
+group and written as one `offset_commits` record per interval. A share group's record events
+(acquisitions are as frequent as fetches) are summed the same way, per group and member, into
+one `share_records` record per interval (SHARE_RECORDS_FIELDS).
 
 The same lines can also go to a topic on this broker (`JournalTopic`, `--journal-topic`),
 keyed by group id (a transaction's record by its transactional id), so that any Kafka client (Spark's Kafka source in `kcoord report
@@ -16,13 +18,31 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from kcoord.coordinator.events import EventKind, GroupEvent
+from kcoord.coordinator.events import SHARE_RECORD_KINDS, EventKind, GroupEvent
 from kcoord.log.topics import INTERNAL_TOPICS, TopicError, TopicStore, validate_topic_name
 from wire import records as R
 
 log = logging.getLogger("kcoord.journal")
 
 JOURNAL_NAME = "events.jsonl"
+
+# A `share_records` record's counts: which event kind's detail each sums (the highest delivery
+# count: its maximum). `session_released`: records released because the member's share session
+# closed; `lock_expired`: records whose lock expired; `archived`: records archived at the delivery
+# count limit, however their lock ended.
+SHARE_RECORDS_FIELDS = {
+    "acquired": (EventKind.SHARE_RECORDS_ACQUIRED, "records"),
+    "redeliveries": (EventKind.SHARE_RECORDS_ACQUIRED, "redeliveries"),
+    "max_delivery_count": (EventKind.SHARE_RECORDS_ACQUIRED, "max_delivery_count"),
+    "accepted": (EventKind.SHARE_RECORDS_ACKNOWLEDGED, "accepted"),
+    "released": (EventKind.SHARE_RECORDS_ACKNOWLEDGED, "released"),
+    "rejected": (EventKind.SHARE_RECORDS_ACKNOWLEDGED, "rejected"),
+    "gaps": (EventKind.SHARE_RECORDS_ACKNOWLEDGED, "gaps"),
+    "renewed": (EventKind.SHARE_RECORDS_ACKNOWLEDGED, "renewed"),
+    "session_released": (EventKind.SHARE_RECORDS_RELEASED, "records"),
+    "lock_expired": (EventKind.SHARE_LOCKS_EXPIRED, "records"),
+    "archived": (None, "archived"),
+}
 
 
 def journal_path(journal: str | None, data_dir: str | None) -> Path | None:
@@ -50,36 +70,55 @@ class Journal:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "a", encoding="utf-8")
-        # group -> [interval start ms, commit requests, offsets committed]
-        self._commits: dict[str, list[int]] = {}
+        # (summed record kind, group, member or None) -> (interval start ms, the counts)
+        self._windows: dict[tuple[str, str, str | None], tuple[int, dict[str, int]]] = {}
 
     def __call__(self, event: GroupEvent) -> None:
         with self._lock:
             if event.kind == EventKind.OFFSETS_COMMITTED:
-                self._count_commit(event)
+                counts = self._window(event, "offset_commits", None, ("commits", "offsets"))
+                counts["commits"] += 1
+                counts["offsets"] += int(event.details.get("count", 0) or 0)
                 return
-            self._flush_commits(event.time_ms)
+            if event.kind in SHARE_RECORD_KINDS:
+                self._count_share(self._window(event, "share_records", event.member_id, SHARE_RECORDS_FIELDS), event)
+                return
+            self._flush_windows(event.time_ms)
             self._write(_record(event))
 
-    def _count_commit(self, event: GroupEvent) -> None:
-        window = self._commits.get(event.group_id)
+    def _window(self, event: GroupEvent, kind: str, member_id: str | None, fields) -> dict[str, int]:
+        """The counts of the interval `event` falls in, the one before written if it has passed."""
+        key = (kind, event.group_id, member_id)
+        window = self._windows.get(key)
         if window is not None and event.time_ms - window[0] >= self.commit_interval_ms:
-            self._write(self._commit_record(event.group_id, window))
+            self._write(self._window_record(key, window))
             window = None
         if window is None:
-            window = self._commits[event.group_id] = [event.time_ms, 0, 0]
-        window[1] += 1
-        window[2] += int(event.details.get("count", 0) or 0)
+            window = self._windows[key] = (event.time_ms, dict.fromkeys(fields, 0))
+        return window[1]
 
-    def _commit_record(self, group_id: str, window: list[int]) -> dict:
-        return {"kind": "offset_commits", "time_ms": window[0], "group_id": group_id,
-                "interval_ms": self.commit_interval_ms, "commits": window[1], "offsets": window[2]}
+    @staticmethod
+    def _count_share(counts: dict[str, int], event: GroupEvent) -> None:
+        for name, (kind, detail) in SHARE_RECORDS_FIELDS.items():
+            if kind is not None and kind is not event.kind:
+                continue
+            value = int(event.details.get(detail, 0) or 0)
+            counts[name] = max(counts[name], value) if name == "max_delivery_count" else counts[name] + value
 
-    def _flush_commits(self, now_ms: int | None) -> None:
-        for group_id, window in list(self._commits.items()):
+    def _window_record(self, key: tuple[str, str, str | None], window: tuple[int, dict[str, int]]) -> dict:
+        kind, group_id, member_id = key
+        record = {"kind": kind, "time_ms": window[0], "group_id": group_id}
+        if member_id is not None:
+            record["member_id"] = member_id
+        record["interval_ms"] = self.commit_interval_ms
+        record.update(window[1])
+        return record
+
+    def _flush_windows(self, now_ms: int | None) -> None:
+        for key, window in list(self._windows.items()):
             if now_ms is None or now_ms - window[0] >= self.commit_interval_ms:
-                self._write(self._commit_record(group_id, window))
-                del self._commits[group_id]
+                self._write(self._window_record(key, window))
+                del self._windows[key]
 
     def _write(self, record: dict) -> None:
         line = json.dumps(record, separators=(",", ":"), default=str)
@@ -108,7 +147,7 @@ class Journal:
             if self._closed:
                 return
             self._closed = True
-            self._flush_commits(None)
+            self._flush_windows(None)
             if self._file is not None:
                 self._file.close()
 

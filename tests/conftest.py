@@ -45,11 +45,13 @@ ESTIMATES = {
     "differential-delay0": 195,   # raw (all at once, streams-* included: ~11 s) + 4 client scenarios x 5 clients
                                   # on one Kafka/kcoord pair
     "differential-delay3000": 255,
-    "spark": 780,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
-                                  # __consumer_offsets of kcoord and of a reference Kafka (~120 s serially, a
-                                  # streams group on each ~10 s more, 2026-11-26),
-                                  # a three-broker kcoord's failovers (test_report_failover.py, ~50 s serially),
-                                  # confluent-kafka transactions (test_report_transactions.py, ~35 s serially)
+    "spark": 500,                 # Spark start-up, journal scenarios with real clients, five reports, a follow run,
+                                  # __consumer_offsets of kcoord and of a reference Kafka (~55 s serially, a
+                                  # streams group on each included), a three-broker kcoord's failovers
+                                  # (test_report_failover.py, ~25 s serially), confluent-kafka transactions
+                                  # (test_report_transactions.py), the Connect journal's report (~10 s): 245 s
+                                  # serially, 381 s before the lean driver JVM and the coalesced offsets rows
+                                  # (2026-11-26); 780 was the -n 4 figure then, scaled by 245/381
     "spark-source": 190,          # Spark's Kafka source on kcoord and on a reference Kafka of its own
     "assignors-kafka": 40,        # test_assignors_vs_kafka.py: ~2,000 problems through one JVM running Kafka's assignors;
                                   # test_task_assignor_vs_kafka.py: ~1,600 through another running its StickyTaskAssignor (~5 s);
@@ -95,7 +97,8 @@ ESTIMATES = {
 
 SPARK_MODULES = ("tests/analytics/test_report_journal.py", "tests/analytics/test_report_kafka_logs.py",
                  "tests/analytics/test_report_kafka_topic.py", "tests/analytics/test_report_offsets_topic.py",
-                 "tests/analytics/test_report_failover.py", "tests/analytics/test_report_transactions.py")
+                 "tests/analytics/test_report_failover.py", "tests/analytics/test_report_transactions.py",
+                 "tests/analytics/test_report_connect.py")
 # One Spark session for both brokers' cases: the module's worker starts a reference Kafka of its
 # own rather than joining the long "reference-kafka" group with a Spark JVM beside it.
 SPARK_SOURCE_MODULE = "tests/integration/test_spark_kafka_source.py"

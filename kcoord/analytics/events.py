@@ -10,11 +10,12 @@ import json
 import re
 from datetime import datetime, timezone
 
+from kcoord.analytics import share
 from kcoord.analytics.streams import task_text
 
 FIELDS = ["time_ms", "source", "broker", "group_id", "kind", "generation", "state_before", "state_after",
           "member_id", "instance_id", "client_id", "client_host", "reason", "protocol", "members", "commits",
-          "partition", "transactional_id", "producer_id", "result", "txn_partitions", "tasks"]
+          "partition", "transactional_id", "producer_id", "result", "txn_partitions", "tasks", "counts"]
 
 # Where a group's coordinator went away and came back (kcoord.analytics.failover). `partition` is the
 # group's __consumer_offsets partition; `broker` the broker that loaded or unloaded it.
@@ -70,6 +71,9 @@ def parse_journal_line(line: str, broker: str = "kcoord"):
         return event(time_ms, "journal", broker, group, kind, commits=int(rec.get("commits") or 0))
     if kind == "offsets_committed":  # should not happen (the journal aggregates), but count it if it does
         return event(time_ms, "journal", broker, group, "offset_commits", commits=1)
+    if kind == share.SHARE_RECORDS:
+        return event(time_ms, "journal", broker, group, kind, member_id=rec.get("member_id"),
+                     counts=share.counts_of(rec))
     gen = rec.get("generation")
     details = rec.get("details") if isinstance(rec.get("details"), dict) else {}
     if kind in (COORDINATOR_LOADED, COORDINATOR_UNLOADED):

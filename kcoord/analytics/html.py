@@ -210,6 +210,20 @@ def streams_section(groups: list[dict]) -> str:
                               "sources"]))
 
 
+def share_section(groups: list[dict], minutely: list[dict], shown: int = 200) -> str:
+    """Share groups (KIP-932): what happened to their records, and their deliveries over time."""
+    if not groups:
+        return ""
+    return ("<h2>Share groups</h2><p>Records delivered (redeliveries: at a delivery count above 1), "
+            "acknowledged, released by a closed share session, whose locks expired, and archived at the "
+            "delivery count limit.</p>"
+            + _table(groups, ["group_id", "members_seen", "deliveries", "redeliveries", "max_delivery_count",
+                              "accepted", "released", "rejected", "renewed", "session_releases", "lock_expiries",
+                              "archived"])
+            + f"<h3>Deliveries per minute</h3><p>The first {shown} group-minutes.</p>"
+            + _table(minutely[:shown], ["group_id", "minute_ms", "deliveries", "redeliveries"], {"minute_ms": _when}))
+
+
 def transactions_section(transactions: dict, plot: str | None, shown: int = 50) -> str:
     """The transactions: their timeline beside the groups', per transactional id how they ended,
     and the open ones and the longest."""
@@ -250,6 +264,7 @@ Skipped lines: {html.escape(str(sum(skips.values())))} {html.escape(str(skips)) 
 <h2>Timeline</h2><img src="{p['timeline']}" alt="timeline">
 {transactions_section(transactions, p.get('transactions'))}
 {streams_section(summary.get('streams_groups') or [])}
+{share_section(summary.get('share_groups') or [], summary.get('share_minutely') or [])}
 <h2>Durations</h2><img src="{p['durations']}" alt="durations">
 <h2>Causes</h2><img src="{p['causes']}" alt="causes">
 <h2>Top groups by rebalance time</h2>

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from kcoord.analytics import events as ev
 from kcoord.analytics import rebalances as rb
+from kcoord.analytics import share as sh
 from kcoord.analytics import streams as st
 from kcoord.analytics import transactions as tx
 
@@ -76,9 +77,10 @@ def _parse_partition(kind):
 
 
 def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shuffle_partitions: int | None = 8,
-                  kafka_connector: bool = False):
+                  kafka_connector: bool = False, driver_java_options: tuple[str, ...] = ()):
     """kafka_connector: with Spark's Kafka source (its jars fetched with Maven once, see
-    kcoord.testing.spark_kafka; SparkKafkaUnavailable says what is missing)."""
+    kcoord.testing.spark_kafka; SparkKafkaUnavailable says what is missing).
+    driver_java_options: the driver JVM's options (in local mode, the executors' JVM too)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -94,6 +96,8 @@ def spark_session(master: str = "local[*]", app_name: str = "kcoord-report", shu
          .config("spark.sql.session.timeZone", "UTC"))
     if shuffle_partitions is not None:
         b = b.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    if driver_java_options:
+        b = b.config("spark.driver.extraJavaOptions", " ".join(driver_java_options))
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -126,11 +130,13 @@ class _Progress:
 
 
 def event_schema():
-    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+    from pyspark.sql.types import IntegerType, LongType, MapType, StringType, StructField, StructType
 
     ints = {"generation", "members", "partition", "txn_partitions"}
     longs = {"time_ms", "commits", "producer_id"}
-    return StructType([StructField(f, LongType() if f in longs else IntegerType() if f in ints else StringType())
+    maps = {"counts": MapType(StringType(), LongType())}
+    return StructType([StructField(f, maps.get(f) or (LongType() if f in longs else IntegerType() if f in ints
+                                                      else StringType()))
                        for f in ev.FIELDS])
 
 
@@ -163,7 +169,12 @@ def offsets_topic_rows(spark, bootstrap: str, topic: str = "__consumer_offsets")
     whatever the option, `subscribe` or `assign`: it would read none of `__consumer_offsets`,
     on Kafka as on kcoord. So the partitions are assigned and read with its consumer-based
     reader (spark.sql.streaming.kafka.useDeprecatedOffsetFetching, set for this read only); the
-    decoded rows are persisted (memory and disk, on the executors) while it is set."""
+    decoded rows are persisted (memory and disk, on the executors) while it is set.
+
+    Each Spark partition decodes one topic partition, and the decoded rows are then coalesced
+    to the session's parallelism: a broker's 50 mostly empty partitions would otherwise be 50
+    tasks in every stage of the report (on a 2-core local session, ~100 s of task overhead for
+    a few hundred rows)."""
     import json
 
     from kcoord.protocol_client import Admin
@@ -183,7 +194,8 @@ def offsets_topic_rows(spark, bootstrap: str, topic: str = "__consumer_offsets")
               .option("assign", json.dumps({topic: partitions}))
               .option("startingOffsets", "earliest").option("endingOffsets", "latest").load())
         rows = (df.selectExpr("key", "value", "partition", "topic", "unix_millis(timestamp) AS ts_ms").rdd
-                .mapPartitions(_decode_offsets_partition).persist(StorageLevel.MEMORY_AND_DISK))
+                .mapPartitions(_decode_offsets_partition)
+                .coalesce(spark.sparkContext.defaultParallelism).persist(StorageLevel.MEMORY_AND_DISK))
         rows.count()
     finally:
         if before is None:
@@ -320,6 +332,26 @@ def streams_groups_table(spark, events):
             .map(lambda kv: st.streams_group_row(kv[1])).filter(lambda row: row is not None)
             .map(lambda row: tuple(row[f] for f in st.STREAMS_GROUP_FIELDS)))
     return spark.createDataFrame(rows, schema).orderBy("group_id").cache()
+
+
+def share_tables(spark, events):
+    """(share_groups_df, share_minutely_df): one row per share group and one per share group and
+    minute (kcoord.analytics.share), per group on the executors."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    def schema(fields):
+        return StructType([StructField(f, StringType() if f == "group_id" else LongType()) for f in fields])
+
+    by_group = (events.where(F.col("group_id").isNotNull() & (F.col("kind") != "offset_commits")).drop("time").rdd
+                .map(lambda r: (r["group_id"], r.asDict())).groupByKey().cache())
+    groups = (by_group.map(lambda kv: sh.share_group_row(kv[1])).filter(lambda row: row is not None)
+              .map(lambda row: tuple(row[f] for f in sh.SHARE_GROUP_FIELDS)))
+    minutes = (by_group.flatMap(lambda kv: sh.share_minutely_rows(kv[1]))
+               .map(lambda row: tuple(row[f] for f in sh.SHARE_MINUTELY_FIELDS)))
+    return (spark.createDataFrame(groups, schema(sh.SHARE_GROUP_FIELDS)).orderBy("group_id").cache(),
+            spark.createDataFrame(minutes, schema(sh.SHARE_MINUTELY_FIELDS))
+            .withColumn("minute", F.timestamp_millis("minute_ms")).orderBy("group_id", "minute_ms").cache())
 
 
 def transactions_summary(transactions) -> dict:
@@ -588,6 +620,11 @@ def _write_outputs(spark, out: Path, files, lines, since, until, inputs: int, of
     streams_groups = streams_groups_table(spark, events)
     streams_groups.write.mode("overwrite").parquet(str(out / "streams_groups"))
     summary["streams_groups"] = [r.asDict() for r in streams_groups.limit(1000).collect()]
+    share_groups, share_minutely = share_tables(spark, events)
+    share_groups.write.mode("overwrite").parquet(str(out / "share_groups"))
+    share_minutely.write.mode("overwrite").parquet(str(out / "share_minutely"))
+    summary["share_groups"] = [r.asDict() for r in share_groups.limit(1000).collect()]
+    summary["share_minutely"] = [r.asDict() for r in share_minutely.drop("minute").limit(20_000).collect()]
     connect_rounds, connect_holdings = connect_tables(spark, files, lines)
     since_ms, until_ms = parse_time(since), parse_time(until)
     if since_ms is not None:
@@ -610,7 +647,7 @@ def _print_done(summary: dict, out: Path, stream, took: str) -> None:
     print(f"[report] {summary['events']} events, {summary['rebalance_count']} rebalances in {summary['groups']} "
           f"groups; skipped {sum(skips.values())} lines {dict(skips) if skips else ''}; {took}; "
           f"{summary['failover']['count']} failover windows; {summary['transactions']['count']} transactions; "
-          f"{len(summary['streams_groups'])} streams groups; "
+          f"{len(summary['streams_groups'])} streams groups; {len(summary['share_groups'])} share groups; "
           f"wrote {out}/{{events,rebalances,group_hourly,failover_windows,transactions,streams_groups,"
-          f"connect_rounds,connect_holdings}} and "
+          f"share_groups,share_minutely,connect_rounds,connect_holdings}} and "
           f"{out / 'report.html'}", file=stream, flush=True)

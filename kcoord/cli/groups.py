@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 import time
 
-from kcoord.cli import streams_groups
+from kcoord.cli import share_groups, streams_groups
 from kcoord.connect_protocol import ERRORS, decode_assignment, decode_metadata, held
 from kcoord.protocol_client import Admin, ProtocolError, consumer_assignment
 
@@ -89,9 +89,10 @@ def run_groups(args) -> int:
         with Admin(args.bootstrap) as admin:
             if args.describe is None:
                 groups, problems = admin.groups_by_coordinator()
-                # ListGroups tells no epochs: a streams group's come from StreamsGroupDescribe,
-                # '-' for the other kinds.
-                rows = [[*g, *(streams_groups.epochs(admin, g[0]) if g[1] == "streams" else ("-", "-"))]
+                # ListGroups tells no epochs: a streams or share group's come from its describe
+                # API, '-' for the other kinds.
+                described = {"streams": streams_groups.epochs, "share": share_groups.epochs}
+                rows = [[*g, *(described[g[1]](admin, g[0]) if g[1] in described else ("-", "-"))]
                         for g in groups]
                 print(table(rows, ["GROUP", "PROTOCOL-TYPE", "STATE", "COORDINATOR", "GROUP-EPOCH",
                                    "ASSIGNMENT-EPOCH"]) if groups else "no groups")
@@ -101,6 +102,10 @@ def run_groups(args) -> int:
             streams = streams_groups.describe(admin, args.describe)
             if streams is not None:
                 streams_groups.print_described(admin, streams, admin.coordinator_id(args.describe), table)
+                return 0
+            share = share_groups.describe(admin, args.describe)
+            if share is not None:
+                share_groups.print_described(admin, share, admin.coordinator_id(args.describe), table)
                 return 0
             group = admin.describe_group(args.describe)
             coordinator = f"coordinator {admin.coordinator_id(args.describe)}"

@@ -18,7 +18,8 @@ from kcoord.coordinator.clock import Timer
 from kcoord.coordinator.consumer.group import ConsumerGroup
 from kcoord.coordinator.consumer.protocol import ConsumerProtocol
 from kcoord.coordinator.share.group import ShareGroup
-from kcoord.coordinator.share.protocol import ShareHeartbeatRequest, ShareHeartbeatResult, ShareProtocol
+from kcoord.coordinator.share.protocol import (ShareHeartbeatRequest, ShareHeartbeatResult, ShareOffsetsCheck,
+                                              ShareProtocol)
 from kcoord.coordinator.streams.group import StreamsGroup
 from kcoord.coordinator.streams.protocol import StreamsHeartbeatRequest, StreamsHeartbeatResult, StreamsProtocol
 from kcoord.coordinator.config import CoordinatorConfig
@@ -203,6 +204,9 @@ class GroupCoordinator:
 
     def share_group(self, group_id: str) -> ShareGroup | None:
         return self.ctx.share_groups.get(group_id)
+
+    def check_share_offsets_change(self, group_id: str, create: bool = False) -> ShareOffsetsCheck:
+        return self.ctx.operation(lambda: self.share.check_offsets_change(group_id, create))
 
     def load_share_group(self, value: dict) -> ShareGroup:
         return self.ctx.operation(lambda: self.share.load(value))

@@ -41,6 +41,16 @@ class EventKind(enum.StrEnum):
     # MEMBER_EXPIRED carry details.group_type "share" (kcoord.coordinator.share.protocol's
     # on_member_gone listens for them).
     SHARE_GROUP_CREATED = "share_group_created"
+    # A share group's records (kcoord.share.manager): one event per request (or lock expiry) per
+    # share-partition, `member_id` the member concerned, details the topic, partition and counts of
+    # records: acquired (records, redeliveries: delivery count > 1, max_delivery_count),
+    # acknowledged (accepted, released, rejected, gaps, renewed, archived: released at the
+    # delivery count limit), released because the member's share session closed and locks expired
+    # (records, archived). As frequent as fetches: the journal sums them (SHARE_RECORD_KINDS).
+    SHARE_RECORDS_ACQUIRED = "share_records_acquired"
+    SHARE_RECORDS_ACKNOWLEDGED = "share_records_acknowledged"
+    SHARE_RECORDS_RELEASED = "share_records_released"
+    SHARE_LOCKS_EXPIRED = "share_locks_expired"
     # Online migration: the group changed kind with members in it; details.to is its new type.
     GROUP_CONVERTED = "group_converted"
     # The group's coordinator moved (kcoord.coordinator.runtime): it was loaded from its
@@ -57,6 +67,10 @@ class EventKind(enum.StrEnum):
     TRANSACTION_ENDING = "transaction_ending"
     TRANSACTION_COMPLETED = "transaction_completed"
     TRANSACTION_TIMED_OUT = "transaction_timed_out"
+
+
+SHARE_RECORD_KINDS = frozenset({EventKind.SHARE_RECORDS_ACQUIRED, EventKind.SHARE_RECORDS_ACKNOWLEDGED,
+                                EventKind.SHARE_RECORDS_RELEASED, EventKind.SHARE_LOCKS_EXPIRED})
 
 
 class RebalanceCause(enum.StrEnum):

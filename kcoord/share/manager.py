@@ -6,15 +6,21 @@ time, from the group's `share.auto.offset.reset`; each change of persisted state
 One ShareManager serves every broker of a kcoord (`ctx.broker.shares`); whether the broker
 asked leads the partition is the caller's check. A share-partition whose topic is deleted or
 recreated (a new topic id) starts afresh.
+
+What happens to a group's records is published to the coordinator's event bus (when it is given
+one): per request and share-partition, the records acquired, acknowledged and released, and per
+lock expiry the records whose locks expired (kcoord.coordinator.events.SHARE_RECORD_KINDS).
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import uuid
 from dataclasses import dataclass, field
 
 from kcoord import group_configs as gc
 from kcoord.coordinator.clock import Timer
+from kcoord.coordinator.events import EventBus, EventKind, GroupEvent
 from kcoord.share import records as SR
 from kcoord.share.partition import AckBatch, Acquired, SharePartition, ShareError, ShareSettings
 from kcoord.share.state import ShareStateRuntime
@@ -43,8 +49,10 @@ class StartOffset:
 
 
 class ShareManager:
-    def __init__(self, topics, timer: Timer, state: ShareStateRuntime, config, group_configs=None):
+    def __init__(self, topics, timer: Timer, state: ShareStateRuntime, config, group_configs=None,
+                 bus: EventBus | None = None):
         self.topics = topics
+        self.bus = bus
         self.timer = timer
         self.state = state
         self.config = config                  # ServerConfig: the group.share.* defaults
@@ -99,7 +107,7 @@ class ShareManager:
             start, batches = persisted.start_offset, persisted.batches
         sp = SharePartition(group_id, key[0], log_partition, self.timer, lambda: self.settings(group_id), start,
                             batches, on_available=lambda: self._wake({key}))
-        sp.on_expired = lambda p, k=share_key: self._persist(k, p)
+        sp.on_expired = lambda p, expired, k=share_key: self._locks_expired(k, p, expired)
         self._partitions[(group_id, *key)] = (topic.topic_id, sp)
         return ErrorCode.NONE, None, sp
 
@@ -119,6 +127,16 @@ class ShareManager:
             return ErrorCode.NONE
         return self.state.write(share_key, sp.log.leader_epoch, sp.start_offset, batches,
                                 sp.delivery_complete_count())
+
+    def _locks_expired(self, share_key: SR.ShareKey, sp: SharePartition, expired: dict) -> None:
+        self._persist(share_key, sp)
+        for member_id, counts in expired.items():
+            self._publish(EventKind.SHARE_LOCKS_EXPIRED, sp, member_id, counts)
+
+    def _publish(self, kind: EventKind, sp: SharePartition, member_id: str, counts: collections.Counter) -> None:
+        if self.bus is not None and counts:
+            self.bus.publish(GroupEvent(kind, self.timer.now_ms(), sp.group_id, -1, "", "", member_id=member_id,
+                                        details={"topic": sp.topic, "partition": sp.log.index, **counts}))
 
     def _key_of(self, group_id: str, key: Key) -> SR.ShareKey:
         return SR.ShareKey(group_id, self._partitions[(group_id, *key)][0], key[1])
@@ -144,6 +162,7 @@ class ShareManager:
             remaining -= got
             max_bytes -= len(result.records)
             out[key] = PartitionFetch(records=result.records, acquired=result.acquired)
+            self._publish(EventKind.SHARE_RECORDS_ACQUIRED, sp, member_id, acquired_counts(result.acquired))
         return out
 
     async def acknowledge(self, group_id: str, member_id: str,
@@ -160,11 +179,13 @@ class ShareManager:
                 out[key] = (ErrorCode.INVALID_REQUEST, bad)
                 continue
             try:
-                sp.acknowledge(member_id, batches)
+                counts = sp.acknowledge(member_id, batches)
             except ShareError as err:
                 out[key] = (err.code, str(err))
                 continue
             error = self._persist(self._key_of(group_id, key), sp)
+            if error == ErrorCode.NONE:
+                self._publish(EventKind.SHARE_RECORDS_ACKNOWLEDGED, sp, member_id, counts)
             out[key] = (error, None if error == ErrorCode.NONE else "writing the share-partition state failed")
         return out
 
@@ -173,8 +194,10 @@ class ShareManager:
         for (group, topic, index), (_, sp) in list(self._partitions.items()):
             if group != group_id or (keys is not None and (topic, index) not in keys):
                 continue
-            if sp.release_member(member_id):
+            counts = sp.release_member(member_id)
+            if counts:
                 self._persist(self._key_of(group, (topic, index)), sp)
+                self._publish(EventKind.SHARE_RECORDS_RELEASED, sp, member_id, counts)
 
     def watch(self, keys: list[Key], group_id: str | None = None) -> asyncio.Future:
         """Resolved when any of `keys` may have newly acquirable records: records appended, released
@@ -246,6 +269,16 @@ class ShareManager:
                                    lag=max(log_partition.high_watermark - state.start_offset - done, 0))
         return out
 
+    def partitions_with_state(self, group_id: str) -> dict[str, list[int]]:
+        """The group's share-partitions that have state (Kafka's initialized share-partitions),
+        by topic name: what DescribeShareGroupOffsets of all topics and DeleteGroups cover."""
+        out: dict[str, list[int]] = {}
+        for key in self.state.states(group_id):
+            topic = self.topics.by_id(key.topic_id)
+            if topic is not None:
+                out.setdefault(topic.name, []).append(key.partition)
+        return {name: sorted(ps) for name, ps in sorted(out.items())}
+
     def alter_start_offset(self, group_id: str, offsets: dict[Key, int]) -> dict[Key, ErrorCode]:
         """AlterShareGroupOffsets (the group has no member): each partition starts afresh there."""
         out = {}
@@ -277,6 +310,21 @@ class ShareManager:
                     entry[1].close()
                 out[(name, index)] = self.state.delete(SR.ShareKey(group_id, topic.topic_id, index))
         return out
+
+
+def acquired_counts(acquired: list[Acquired]) -> collections.Counter:
+    """An acquisition's counts for its event: records, redeliveries (records at a delivery count
+    above 1) and the highest delivery count."""
+    if not acquired:
+        return collections.Counter()
+    counts = collections.Counter(records=0, redeliveries=0, max_delivery_count=0)
+    for a in acquired:
+        n = a.last_offset - a.first_offset + 1
+        counts["records"] += n
+        if a.delivery_count > 1:
+            counts["redeliveries"] += n
+        counts["max_delivery_count"] = max(counts["max_delivery_count"], a.delivery_count)
+    return counts
 
 
 def invalid_batches(batches: list[AckBatch]) -> str | None:

@@ -22,10 +22,13 @@ past the last in-flight one are new: acquiring them reads the log.
 
 Every change of a record's persisted state is noted (`take_changes`) for the share coordinator;
 ACQUIRED is persisted as AVAILABLE, so records acquired before a crash are delivered again.
+Acknowledging, releasing and expiring return how many records each did what to (a Counter), for
+the manager's events; the partition publishes nothing itself.
 """
 from __future__ import annotations
 
 import bisect
+import collections
 import enum
 import math
 from dataclasses import dataclass, field
@@ -48,6 +51,8 @@ TERMINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 ACK_STATES = {GAP: RecordState.ARCHIVED, ACCEPT: RecordState.ACKNOWLEDGED, RELEASE: RecordState.AVAILABLE,
               REJECT: RecordState.ARCHIVED}
+# What an acknowledgement of each type is counted as (`acknowledge`'s Counter).
+ACK_COUNTS = {GAP: "gaps", ACCEPT: "accepted", RELEASE: "released", REJECT: "rejected", RENEW: "renewed"}
 MIN_THROTTLE_DELIVERY_LIMIT = 2
 NO_MEMBER = ""
 
@@ -152,7 +157,9 @@ class SharePartition:
         self._timer_key = f"share-lock-{group_id}-{topic}-{log.index}-{id(self)}"
         self._next_deadline = math.inf
         self.on_available = on_available    # records may have become acquirable (release, expiry)
-        self.on_expired: Callable[[SharePartition], None] | None = None   # persists what a lock expiry changed
+        # Persists (and reports) what a lock expiry changed: called with the partition and, per
+        # member whose locks expired, the Counter `expire_locks` returns.
+        self.on_expired: Callable[[SharePartition, dict[str, collections.Counter]], None] | None = None
         for b in state_batches:
             if b.last_offset < start_offset:
                 continue
@@ -382,15 +389,18 @@ class SharePartition:
         return kept
 
     # ------------------------------------------------------------ acknowledge
-    def acknowledge(self, member_id: str, batches: list[AckBatch]) -> None:
-        """Apply a request's acknowledgements of this partition, all or none (ShareError)."""
+    def acknowledge(self, member_id: str, batches: list[AckBatch]) -> collections.Counter:
+        """Apply a request's acknowledgements of this partition, all or none (ShareError); the
+        records acknowledged, by ACK_COUNTS name, and "archived": those released at the delivery
+        count limit."""
         settings = self.settings()
         undo: list[tuple[_InFlight, _State | None, dict | None]] = []
         changes_before = len(self._changes)
         renewed = False
+        counts = collections.Counter()
         try:
             for ack in batches:
-                renewed |= self._acknowledge_batch(member_id, ack, settings, undo)
+                renewed |= self._acknowledge_batch(member_id, ack, settings, undo, counts)
         except ShareError:
             for b, whole, offsets in reversed(undo):
                 b.whole, b.offsets = whole, offsets
@@ -401,8 +411,9 @@ class SharePartition:
         self._move_start_offset()
         if any(t == RELEASE for ack in batches for t in ack.types):
             self._tell_available()
+        return counts
 
-    def _acknowledge_batch(self, member_id, ack: AckBatch, settings, undo) -> bool:
+    def _acknowledge_batch(self, member_id, ack: AckBatch, settings, undo, counts: collections.Counter) -> bool:
         types = ack.types
         per_offset = len(types) > 1
         j = bisect.bisect_right(self._firsts, ack.first_offset) - 1
@@ -448,57 +459,66 @@ class SharePartition:
                     if s.member_id != member_id:
                         raise ShareError(ErrorCode.INVALID_RECORD_STATE, "Member is not the owner of offset")
                     kind = types[offset - ack.first_offset] if per_offset else types[0]
-                    renewed |= self._apply(s, kind, offset, offset, settings)
+                    renewed |= self._apply(s, kind, offset, offset, settings, counts)
             else:
                 if b.whole.state is not RecordState.ACQUIRED:
                     raise ShareError(ErrorCode.INVALID_RECORD_STATE,
                                      "The batch cannot be acknowledged. The batch is not in the acquired state.")
-                renewed |= self._apply(b.whole, types[0], b.first, b.last, settings)
+                renewed |= self._apply(b.whole, types[0], b.first, b.last, settings, counts)
         return renewed
 
-    def _apply(self, s: _State, kind: int, first: int, last: int, settings: ShareSettings) -> bool:
+    def _apply(self, s: _State, kind: int, first: int, last: int, settings: ShareSettings,
+               counts: collections.Counter) -> bool:
         if kind == RENEW:
             if not settings.renew_enabled:
                 raise ShareError(ErrorCode.INVALID_RECORD_STATE,
                                  "The record state is invalid. Renew acknowledgements are not enabled for the group.")
             s.deadline_ms = self.timer.now_ms() + settings.lock_duration_ms
+            counts["renewed"] += last - first + 1
             return True
         target = ACK_STATES.get(kind)
         if target is None:
             raise ShareError(ErrorCode.INVALID_REQUEST, f"Unknown acknowledge type id: {kind}")
-        self._release(s, target, settings)
+        counts[ACK_COUNTS[kind]] += last - first + 1
+        if self._release(s, target, settings) is not target:
+            counts["archived"] += last - first + 1
         self._changes.append((first, last))
         return False
 
     @staticmethod
-    def _release(s: _State, target: RecordState, settings: ShareSettings) -> None:
+    def _release(s: _State, target: RecordState, settings: ShareSettings) -> RecordState:
         """A transition out of ACQUIRED with no further delivery counted (InFlightState.tryUpdateState
-        with NO_OP): back to AVAILABLE unless the delivery count limit is reached."""
+        with NO_OP): back to AVAILABLE unless the delivery count limit is reached. The state it took."""
         if target is RecordState.AVAILABLE and s.delivery_count >= settings.delivery_count_limit:
             target = RecordState.ARCHIVED
         s.state, s.member_id, s.deadline_ms = target, NO_MEMBER, -1
+        return target
 
     # ------------------------------------------------------------ release, expiry
-    def release_member(self, member_id: str) -> bool:
-        """The member's acquired records become AVAILABLE again (ARCHIVED at the limit); whether any did."""
-        return self._release_where(lambda s: s.member_id == member_id)
+    def release_member(self, member_id: str) -> collections.Counter:
+        """The member's acquired records become AVAILABLE again (ARCHIVED at the limit): how many
+        ("records") and how many of them were archived (empty when it held none)."""
+        return self._release_where(lambda s: s.member_id == member_id).get(member_id, collections.Counter())
 
-    def expire_locks(self) -> bool:
-        """Records whose lock has expired become AVAILABLE again (ARCHIVED at the limit)."""
+    def expire_locks(self) -> dict[str, collections.Counter]:
+        """Records whose lock has expired become AVAILABLE again (ARCHIVED at the limit): per member
+        that held them, how many and how many of them were archived."""
         now = self.timer.now_ms()
         return self._release_where(lambda s: 0 <= s.deadline_ms <= now)
 
-    def _release_where(self, which) -> bool:
+    def _release_where(self, which) -> dict[str, collections.Counter]:
         settings = self.settings()
-        released = False
+        released: dict[str, collections.Counter] = {}
         for b in self._batches:
             if b.offsets is None and b.first < self.start_offset <= b.last and b.whole.state is RecordState.ACQUIRED:
                 b.split()
             for first, last, s in b.states():
                 if s.state is RecordState.ACQUIRED and which(s) and last >= self.start_offset:
-                    self._release(s, RecordState.AVAILABLE, settings)
+                    counts = released.setdefault(s.member_id, collections.Counter())
+                    counts["records"] += last - first + 1
+                    if self._release(s, RecordState.AVAILABLE, settings) is RecordState.ARCHIVED:
+                        counts["archived"] += last - first + 1
                     self._changes.append((first, last))
-                    released = True
         if released:
             self._move_start_offset()
             self._tell_available()
@@ -516,7 +536,7 @@ class SharePartition:
         if pending:
             self._arm(min(pending))
         if expired and self.on_expired is not None:
-            self.on_expired(self)
+            self.on_expired(self, expired)
 
     def close(self) -> None:
         self.timer.cancel(self._timer_key)

@@ -96,6 +96,7 @@ def spark_session(app_name: str = "kcoord-spark-kafka", master: str = "local[2]"
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.default.parallelism", "2")
          .config("spark.driver.memory", "768m")
+         .config("spark.driver.extraJavaOptions", " ".join(jvm.LEAN))  # the driver is the executors too
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true"))
     for key, value in conf.items():

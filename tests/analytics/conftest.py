@@ -14,10 +14,12 @@ def spark():
         from kcoord.analytics.job import spark_session
     except ImportError as exc:  # pragma: no cover
         pytest.fail(f"pyspark missing ({exc}): run `make install-test` (extra 'analytics')")
+    from kcoord.testing import jvm
     from kcoord.testing.spark_kafka import SparkKafkaUnavailable
 
     try:
-        session = spark_session("local[2]", app_name="kcoord-tests", shuffle_partitions=2, kafka_connector=True)
+        session = spark_session("local[2]", app_name="kcoord-tests", shuffle_partitions=2, kafka_connector=True,
+                                driver_java_options=jvm.LEAN)
     except SparkKafkaUnavailable as err:
         pytest.fail(f"{err} (`make install-test` fetches it)")
     yield session

@@ -1,6 +1,7 @@
 """Drives a real kcoord with real kafka-python member processes through joins, a static
-restart, a leave and a crash, and returns what happened when, so the journal it wrote can
-be checked against it.
+restart, a leave and a crash, then a share group member (raw requests) through fetches and
+acknowledgements, and returns what happened when, so the journal it wrote can be checked
+against it.
 
     python -m tests.analytics.journal_scenario JOURNAL_PATH   # writes a journal, prints the steps
 """
@@ -10,21 +11,24 @@ import json
 import sys
 import time
 
-from kcoord.testing.plugin import start_server
+from kcoord.testing.plugin import _on_loop, start_server
 from kcoord.conformance.members import Member
 
 GROUP = "journal-scenario"
 TOPIC = "journal-topic"
 PARTITIONS = 6
 CLIENT = "kafka-python"
+SHARE_GROUP = "journal-share-scenario"
+SHARE_TOPIC = "journal-share-topic"
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def run(journal_path: str) -> list[dict]:
-    """Each step: the rebalance it must cause (or none), with the wall-clock window it happened in."""
+def run(journal_path: str) -> tuple[list[dict], dict]:
+    """(each group step: the rebalance it must cause (or none), with the wall-clock window it
+    happened in; the share step: what happened to its records, `share_step`)."""
     server = start_server(journal=str(journal_path), default_partitions=PARTITIONS)
     steps: list[dict] = []
     members: dict[str, Member] = {}
@@ -79,11 +83,48 @@ def run(journal_path: str) -> list[dict]:
         step("member leaves", "member_left", lambda: members.pop("b").stop(), quiet=True, state="Stable",
              members=2)
         step("member crashes", "failed_heartbeat", lambda: members.pop("a").kill(), state="Stable", members=1)
+        share = share_step(server)
     finally:
         for m in members.values():
             m.kill()
         server.stop()
-    return steps
+    return steps, share
+
+
+def share_step(server) -> dict:
+    """A share group member joins (ShareGroupHeartbeat), is delivered six records, releases two and
+    accepts the rest, is delivered the two again and accepts them: what it did to them."""
+    from tests.integration.test_share_fetch import ACCEPT, RELEASE, Member as ShareMember, acquired, open_session, \
+        partitions_of, produce
+
+    begin_ms = _now_ms()
+    server.call(lambda: _on_loop(lambda: server.app.features.update({"share.version": 1})))
+    pid = (server.call(lambda: _on_loop(lambda: server.app.broker.topics.create(SHARE_TOPIC, 1).topic_id)), 0)
+    member = ShareMember(server.bootstrap, group=SHARE_GROUP)
+    try:
+        joined = member.conn.call(76, 1, {"group_id": SHARE_GROUP, "member_id": member.member_id, "member_epoch": 0,
+                                          "rack_id": None, "subscribed_topic_names": [SHARE_TOPIC]})
+        assert joined.error_code == 0, joined
+        open_session(member, [pid])    # from the log end: the records produced next
+        produce(server, SHARE_TOPIC, *(b"v%d" % i for i in range(6)))
+
+        def deliver(expected):
+            answer = member.fetch(max_wait_ms=5000)
+            assert answer.error_code == 0 and acquired(answer, pid) == expected, answer
+
+        def acknowledge(acks):
+            answer = member.acknowledge({pid: acks})
+            assert answer.error_code == 0 and partitions_of(answer)[pid].error_code == 0, answer
+
+        deliver([(0, 5, 1)])
+        acknowledge([(0, 1, [RELEASE]), (2, 5, [ACCEPT])])
+        deliver([(0, 1, 2)])
+        acknowledge([(0, 1, [ACCEPT])])
+    finally:
+        member.close()
+    return {"step": "share member fetches", "group_id": SHARE_GROUP, "member_id": member.member_id,
+            "begin_ms": begin_ms, "done_ms": _now_ms(), "deliveries": 8, "redeliveries": 2, "accepted": 6,
+            "released": 2, "max_delivery_count": 2}
 
 
 async def _create(server):
@@ -91,5 +132,6 @@ async def _create(server):
 
 
 if __name__ == "__main__":
-    for s in run(sys.argv[1]):
+    group_steps, share = run(sys.argv[1])
+    for s in [*group_steps, share]:
         print(json.dumps(s))

@@ -1,5 +1,6 @@
 """The journal a real kcoord writes while real kafka-python members join, restart, leave and crash,
-run through `kcoord report` on pyspark local and checked against what the scenario did."""
+and a share group member is delivered, releases and accepts records, run through `kcoord report`
+on pyspark local and checked against what the scenario did."""
 import json
 
 import pytest
@@ -13,10 +14,22 @@ from tests.analytics.conftest import report_of
 
 
 @pytest.fixture(scope="module")
-def scenario(tmp_path_factory):
+def _run(tmp_path_factory):
     path = tmp_path_factory.mktemp("journal") / "events.jsonl"
-    steps = journal_scenario.run(str(path))
-    return path, steps
+    steps, share = journal_scenario.run(str(path))
+    return path, steps, share
+
+
+@pytest.fixture(scope="module")
+def scenario(_run):
+    """(the journal, the group steps)."""
+    return _run[:2]
+
+
+@pytest.fixture(scope="module")
+def share(_run):
+    """The share step: its group, member, window and what it did to the records."""
+    return _run[2]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +40,7 @@ def report(spark, scenario, tmp_path_factory):
 def test_journal_records_carry_who_and_why(scenario):
     path, _ = scenario
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    joins = [r for r in records if r["kind"] == "member_joined"]
+    joins = [r for r in records if r["kind"] == "member_joined" and r["group_id"] == journal_scenario.GROUP]
     assert joins and all(r["client_id"].startswith("kafka-python") and r["client_host"] for r in joins)
     assert any(r["instance_id"] == "static-1" for r in joins)
     assert all(r["reason"] for r in records if r["kind"] == "rebalance_started")
@@ -58,6 +71,37 @@ def test_rebalances_match_the_scenario(spark, scenario, report):
     joined = [r for r in rows if r.cause == "member_joined"]
     assert crash.trigger_member == joined[0].trigger_member  # the first member is the one killed
     assert crash.members_after == 1
+
+
+def test_the_journal_sums_what_the_share_member_did_to_its_records(scenario, share):
+    records = [json.loads(line) for line in scenario[0].read_text().splitlines()]
+    windows = [r for r in records if r["kind"] == "share_records"]
+    assert windows and all(r["group_id"] == share["group_id"] and r["member_id"] == share["member_id"]
+                           and share["begin_ms"] <= r["time_ms"] <= share["done_ms"] for r in windows)
+    assert {k: sum(r[k] for r in windows) for k in ("acquired", "redeliveries", "accepted", "released", "rejected",
+                                                    "gaps", "renewed", "session_released", "lock_expired",
+                                                    "archived")} == {
+        "acquired": share["deliveries"], "redeliveries": share["redeliveries"], "accepted": share["accepted"],
+        "released": share["released"], "rejected": 0, "gaps": 0, "renewed": 0, "session_released": 0,
+        "lock_expired": 0, "archived": 0}
+    assert max(r["max_delivery_count"] for r in windows) == share["max_delivery_count"]
+
+
+def test_share_tables_match_the_share_step(spark, share, report):
+    (row,) = spark.read.parquet(str(report / "share_groups")).collect()
+    assert row.asDict() == {
+        "group_id": share["group_id"], "first_ms": row.first_ms, "last_ms": row.last_ms, "members_seen": 1,
+        "deliveries": share["deliveries"], "redeliveries": share["redeliveries"], "accepted": share["accepted"],
+        "released": share["released"], "rejected": 0, "renewed": 0, "session_releases": 0, "lock_expiries": 0,
+        "archived": 0, "max_delivery_count": share["max_delivery_count"]}
+    assert share["begin_ms"] <= row.first_ms <= row.last_ms <= share["done_ms"]
+    minutes = spark.read.parquet(str(report / "share_minutely")).collect()
+    assert {r.group_id for r in minutes} == {share["group_id"]}
+    assert sum(r.deliveries for r in minutes) == share["deliveries"]
+    assert sum(r.redeliveries for r in minutes) == share["redeliveries"]
+    first_minute = share["begin_ms"] - share["begin_ms"] % 60_000
+    assert all(first_minute <= r.minute_ms <= share["done_ms"] and r.minute_ms % 60_000 == 0 for r in minutes)
+    assert "<h2>Share groups</h2>" in (report / "report.html").read_text()
 
 
 def _journal_around(path, step, margin_ms=2000):

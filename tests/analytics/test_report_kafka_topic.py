@@ -21,6 +21,7 @@ import pytest
 
 from kcoord.cli import main as kcoord_main
 from kcoord.conformance.members import Member
+from kcoord.testing import jvm
 from kcoord.testing.brokers import create_topic, wait_group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -218,7 +219,9 @@ def test_follow_command_ends_cleanly_on_sigterm(served, tmp_path):
     out = tmp_path / "cli"
     proc = subprocess.Popen([sys.executable, "-m", "kcoord", "report", "--kafka", server.bootstrap, "--topic",
                              JOURNAL_TOPIC, "--out", str(out), "--follow", "--interval", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            # the test bed's lean JVM options for its Spark driver, as the module's session has
+                            env={**os.environ, "SPARK_SUBMIT_OPTS": " ".join(jvm.LEAN)})
     try:
         deadline = time.monotonic() + 180
         while not (out / "report.html").exists():  # the first batch is done

@@ -32,8 +32,9 @@ def on_loop(server, fn):
 
 @pytest.fixture
 def server(kcoord_server):
-    """kcoord with share groups on (share.version 1), as Kafka 4.3 formats a new cluster."""
-    on_loop(kcoord_server, lambda: kcoord_server.app.features.update({"share.version": 1}))
+    """kcoord with share groups on: share.version is finalized at 1 by default, as Kafka 4.3
+    formats a new cluster."""
+    assert kcoord_server.app.features.level("share.version") == 1
     return kcoord_server
 
 
@@ -304,7 +305,6 @@ def test_renew_extends_locks_and_is_refused_where_kafka_refuses_it(server):
 def test_renewed_locks_outlast_the_first_lock(kcoord_manual_clock_server):
     """On the coordinator's manual clock: the 30 s lock of a renewed record ends 30 s after the renew."""
     server = kcoord_manual_clock_server
-    on_loop(server, lambda: server.app.features.update({"share.version": 1}))
     pid, (member, other) = sessions_on_new_topic(server, "sf-renew-clock", members=2)
     produce(server, "sf-renew-clock", b"a")
     assert acquired(member.fetch(), pid) == [(0, 0, 1)]
@@ -351,6 +351,8 @@ def test_invalid_requests(server):
 
 
 def test_share_groups_off_is_unsupported_version(kcoord_server):
+    # kafka-features downgrade --feature share.version=0, on this test's own server.
+    on_loop(kcoord_server, lambda: kcoord_server.app.features.update({"share.version": 0}))
     tid = make_topic(kcoord_server, "sf-off")
     member = Member(kcoord_server.bootstrap)
     assert member.fetch([(tid, 0)]).error_code == ErrorCode.UNSUPPORTED_VERSION

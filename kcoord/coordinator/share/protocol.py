@@ -67,6 +67,16 @@ class ShareHeartbeatResult:
         return ShareHeartbeatResult(error)
 
 
+@dataclass
+class ShareOffsetsCheck:
+    """Whether Alter/DeleteShareGroupOffsets may change a group's share-partition state."""
+    error: ErrorCode
+    message: str | None = None
+
+    def failed(self, error: ErrorCode) -> "ShareOffsetsCheck":
+        return ShareOffsetsCheck(error)
+
+
 def on_member_gone(bus: EventBus, fn: Callable[[str, str], None]) -> Callable[[], None]:
     """Call `fn(group_id, member_id)` whenever a share group's member leaves (epoch -1) or is
     fenced (session timeout, a fault hook), once that is written: what lets the brokers release
@@ -338,6 +348,28 @@ class ShareProtocol(ModernProtocol):
         return ShareHeartbeatResult(ErrorCode.NONE, None, req.member_id, req.member_epoch, 0)
 
     # ================================================================ describe
+    def check_offsets_change(self, group_id: str, create: bool) -> ShareOffsetsCheck:
+        """GroupMetadataManager's checks before a share group's start offsets are altered or
+        deleted: a share group, with no member. Alter (`create`) makes an empty share group of an
+        unknown id, as Kafka's getOrMaybeCreateShareGroup does; delete refuses it."""
+        ctx = self.ctx
+        if not group_id:
+            return ShareOffsetsCheck(ErrorCode.INVALID_GROUP_ID)
+        if ctx.availability(group_id):
+            return ShareOffsetsCheck(ctx.availability(group_id))
+        group = self.groups.get(group_id)
+        if group is None:
+            if self.other_kind(group_id):
+                return ShareOffsetsCheck(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+            if not create:
+                return ShareOffsetsCheck(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+            group = self.groups[group_id] = ShareGroup(group_id)
+            ctx.emit(K.SHARE_GROUP_CREATED, group)
+            self._record(group)
+        if not group.is_empty():
+            return ShareOffsetsCheck(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+        return ShareOffsetsCheck(ErrorCode.NONE)
+
     def describe(self, group_id: str) -> dict:
         """ShareGroupDescribe's DescribedGroup for one group id, as data."""
         ctx = self.ctx

@@ -31,12 +31,13 @@ def store(data_dir=None) -> TopicStore:
     return topics
 
 
-def manager(topics: TopicStore, timer=None, **group) -> ShareManager:
+def manager(topics: TopicStore, timer=None, bus=None, **group) -> ShareManager:
     config = ServerConfig()
     configs = GroupConfigs(config)
     if group:
         configs.replace("g", {k.replace("_", "."): v for k, v in group.items()})
-    return ShareManager(topics, timer or ManualTimer(), ShareStateRuntime(ManualTimer(), topics, 3), config, configs)
+    return ShareManager(topics, timer or ManualTimer(), ShareStateRuntime(ManualTimer(), topics, 3), config, configs,
+                        bus=bus)
 
 
 def produce(topics: TopicStore, n: int) -> None:

@@ -228,6 +228,29 @@ def test_list_describe_and_delete():
     assert deleted == ["g"]
 
 
+def test_the_checks_before_share_group_offsets_are_altered_or_deleted():
+    """GroupMetadataManager.alterShareGroupOffsets / GroupCoordinatorShard.initiateDeleteShareGroupOffsets."""
+    h = ShareHarness()
+    h.c.consumer_group_heartbeat(ConsumerHeartbeatRequest("cg", "c1", 0, rebalance_timeout_ms=30000,
+                                                          subscribed_topic_names=["orders"], topic_partitions=[]))
+    for create in (False, True):
+        check = h.c.check_share_offsets_change("cg", create)
+        assert (check.error, check.message) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group cg is not a share group.")
+    check = h.c.check_share_offsets_change("new")
+    assert (check.error, check.message, h.group("new")) == (ErrorCode.GROUP_ID_NOT_FOUND, "Group new not found.", None)
+    # Alter makes an empty share group of an unknown id, written as one.
+    assert h.c.check_share_offsets_change("new", create=True).error is ErrorCode.NONE
+    assert h.group("new").state is ShareGroupState.EMPTY and h.records[-1].group_id == "new"
+    assert [e.kind for e in h.events if e.group_id == "new"] == [EventKind.SHARE_GROUP_CREATED]
+    h.join("m1")
+    for create in (False, True):
+        check = h.c.check_share_offsets_change("g", create)
+        assert (check.error, check.message) == (ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+    h.hb("m1", -1)
+    assert h.c.check_share_offsets_change("g").error is ErrorCode.NONE
+    assert h.c.check_share_offsets_change("").error is ErrorCode.INVALID_GROUP_ID
+
+
 def test_a_restarted_coordinator_carries_on_with_the_same_epochs_and_assignments():
     h = ShareHarness()
     r = h.join("m1")
