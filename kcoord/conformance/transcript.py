@@ -42,6 +42,7 @@ CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE = 88, 89
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
 DESCRIBE_SHARE_OFFSETS, ALTER_SHARE_OFFSETS, DELETE_SHARE_OFFSETS = 90, 91, 92
+SHARE_OFFSETS_APIS = frozenset({DESCRIBE_SHARE_OFFSETS, ALTER_SHARE_OFFSETS, DELETE_SHARE_OFFSETS})
 # ShareFetch and ShareAcknowledge are not among them: like Fetch, a ShareFetch long-polls, so how
 # many a member sends and which come back empty is timing; a raw scenario's own checks compare
 # what they acquired and acknowledged.
@@ -50,7 +51,7 @@ GROUP_APIS = frozenset({FIND_COORDINATOR, JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, 
                         CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE,
                         STREAMS_GROUP_HEARTBEAT, STREAMS_GROUP_DESCRIBE,
                         SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE,
-                        DESCRIBE_SHARE_OFFSETS, ALTER_SHARE_OFFSETS, DELETE_SHARE_OFFSETS})
+                        *SHARE_OFFSETS_APIS})
 # The modern protocols' heartbeats: a member heartbeats on a timer, so they compare as the set of
 # states a connection went through (see _collapse).
 MEMBER_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat", "ShareGroupHeartbeat")
@@ -298,6 +299,8 @@ def normalise(exchanges: list[dict], loose: bool = False) -> Normalised:
 
 def _exchange(ex: dict, renamer: _Renamer, loose: bool) -> dict:
     out = {"api": ex.get("api"), "version": ex.get("version")}
+    # The share-group offsets APIs' partitions carry start offsets, not an assignor's choice.
+    loose = loose and ex.get("api_key") not in SHARE_OFFSETS_APIS
     req = _clean(ex.get("request"), renamer, loose)
     if ex.get("api_key") == API_VERSIONS:
         resp = {"error_code": (ex.get("response") or {}).get("error_code")}  # capabilities differ by design

@@ -265,6 +265,21 @@ def test_share_heartbeats_while_the_share_state_initialises_are_timing():
     assert transcript.compare(kafka, run("m-bbbb", group, waiting=1, first=1)).verdict == "differs"
 
 
+def test_share_group_start_offsets_differ_even_loosely():
+    # The loose comparison forgets which member got which partitions; a start offset is no such thing.
+    def run(member_id, group, start):
+        e = ex(2, FIND, 1, {"groups": [{"group_id": group, "topics": None}]},
+               {"groups": [{"group_id": group, "error_code": 0, "topics": [{"topic_name": "t", "topic_id": "x",
+                            "partitions": [{"partition_index": 0, "start_offset": start, "lag": 1,
+                                            "error_code": 0}]}]}]})
+        e.update(api="DescribeShareGroupOffsets", api_key=90)
+        return [_shgh(member_id, group, 0, 2, [0]), e]
+
+    kafka = run("m-aaaa", "kcoord-check-x-00000001", 0)
+    assert transcript.compare(kafka, run("m-bbbb", "kcoord-check-x-00000002", 0)).verdict == "identical"
+    assert transcript.compare(kafka, run("m-bbbb", "kcoord-check-x-00000002", 2)).verdict == "differs"
+
+
 def test_setup_connections_are_left_out():
     kafka = one_member_run("m-aaaa", "kcoord-check-x-00000001")
     kcoord = one_member_run("m-bbbb", "kcoord-check-x-00000002")
