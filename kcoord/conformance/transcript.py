@@ -22,7 +22,8 @@ compared as the set of (api, version) used.
 When the strict comparison differs, a loose one is tried that ignores which member
 got which partitions (leader's SyncGroup assignments are compared as a multiset):
 a range assignor orders members by their random ids, so with dynamic members the
-partition split is a coin toss on any broker. Its verdict is `equivalent`.
+partition split is a coin toss on any broker. Its verdict is `equivalent`. The share-group
+offsets APIs stay strict in it: their partitions carry start offsets.
 """
 from __future__ import annotations
 
