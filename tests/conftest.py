@@ -78,6 +78,8 @@ ESTIMATES = {
                                   # raw ConsumerGroupHeartbeat cases
     "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
     "tests/integration/test_group_lifecycle.py::test_unknown_group_ids_leave_nothing_behind": 110,
+    # kafka-share-groups (a JVM per call) on a share group of two KafkaShareConsumer JVMs (~45 s, 2026-11-26)
+    "tests/integration/test_share_groups_tool.py::test_share_groups_tool_lists_describes_resets_and_deletes[kcoord]": 45,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
     "tests/conformance/test_check_kcoord.py::test_kcoord_check_passes_against_kcoord": 127,
     "tests/integration/test_group_scenarios.py::test_sixteen_members[java": 54,

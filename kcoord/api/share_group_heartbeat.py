@@ -18,7 +18,8 @@ async def share_group_heartbeat(ctx, req):
     if not ctx.broker.features.share_enabled():
         return _failed(ctx.api_version, req, ErrorCode.UNSUPPORTED_VERSION)
     if not req.member_id or len(req.member_id) > MAX_MEMBER_ID_LENGTH:
-        return _failed(ctx.api_version, req, ErrorCode.INVALID_REQUEST, "Invalid member id in the request.")
+        # Kafka's answer carries no message here (ShareGroupHeartbeatRequest.getErrorResponse drops it).
+        return _failed(ctx.api_version, req, ErrorCode.INVALID_REQUEST)
     names = req.get("subscribed_topic_names")
     if names:
         # As Kafka: a member may not subscribe to a topic it may not Describe.

@@ -414,6 +414,9 @@ class SharePartition:
         return counts
 
     def _acknowledge_batch(self, member_id, ack: AckBatch, settings, undo, counts: collections.Counter) -> bool:
+        if ack.last_offset < self.start_offset:
+            # As Kafka: every offset of it is already acknowledged or archived; nothing to do, no error.
+            return False
         types = ack.types
         per_offset = len(types) > 1
         j = bisect.bisect_right(self._firsts, ack.first_offset) - 1

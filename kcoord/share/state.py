@@ -159,8 +159,10 @@ class ShareStateRuntime(ShardedRuntime):
         held = shard.held.get(key)
         now = self.timer.now_ms()
         epoch = 0 if held is None else held.state.snapshot_epoch + 1
-        return self._append(shard, SR.SNAPSHOT, key, SR.ShareState(epoch, -1, start_offset, [], state_epoch,
-                                                                   -1, now, now))
+        # As Kafka's ShareGroupOffset.fromRequest: leader epoch 0; a known start offset (an altered
+        # one) has its delivery-complete count at 0, so that its lag can be told.
+        return self._append(shard, SR.SNAPSHOT, key, SR.ShareState(epoch, 0, start_offset, [], state_epoch,
+                                                                   -1 if start_offset < 0 else 0, now, now))
 
     def write(self, key: SR.ShareKey, leader_epoch: int, start_offset: int, batches: list[SR.StateBatch],
               delivery_complete_count: int = -1) -> ErrorCode:

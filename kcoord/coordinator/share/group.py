@@ -53,7 +53,8 @@ class ShareMember:
 @dataclass(eq=False)
 class ShareGroup(ModernGroup):
     group_id: str
-    group_epoch: int = 0
+    # As Kafka's ModernGroup: a new group is at epoch 1, so its first member joins at 2.
+    group_epoch: int = 1
     metadata_hash: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     # member id -> topic id -> partitions, as the assignor gave them (RecordPartitions keep its order)

@@ -53,17 +53,18 @@ class ShareHarness:
 def test_a_member_gets_its_partitions_at_the_heartbeat_after_its_join_as_on_kafka():
     h = ShareHarness()
     r = h.hb()
-    # Kafka: the join bumps the epoch to 1 with nothing assignable yet (the share-partition state
-    # is initialized after the heartbeat), the next heartbeat bumps it again and assigns.
-    assert (r.error, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (ErrorCode.NONE, "m1", 1, 5000)
+    # Kafka: a new group is at epoch 1; the join bumps it to 2 with nothing assignable yet (the
+    # share-partition state is initialized after the heartbeat), the next heartbeat bumps it again
+    # and assigns.
+    assert (r.error, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (ErrorCode.NONE, "m1", 2, 5000)
     assert r.assignment == {}
     assert h.group().initialized == {h.topics.id("orders"): ("orders", frozenset({0, 1, 2}))}
-    r = h.hb("m1", 1)
-    assert r.member_epoch == 2 and h.parts(r) == [0, 1, 2]
     r = h.hb("m1", 2)
-    assert r.member_epoch == 2 and r.assignment is None   # unchanged: not sent
+    assert r.member_epoch == 3 and h.parts(r) == [0, 1, 2]
+    r = h.hb("m1", 3)
+    assert r.member_epoch == 3 and r.assignment is None   # unchanged: not sent
     g = h.group()
-    assert g.state is ShareGroupState.STABLE and (g.group_epoch, g.assignment_epoch) == (2, 2)
+    assert g.state is ShareGroupState.STABLE and (g.group_epoch, g.assignment_epoch) == (3, 3)
     assert isinstance(h.records[-1], ShareGroupRecord)
 
 
@@ -72,9 +73,9 @@ def test_a_second_member_shares_the_partitions_and_the_first_gets_its_new_ones_a
     h.join("m1")
     r2 = h.hb("m2")   # the partitions are assignable already: assigned at the join
     # Which partition m2 takes follows Java's hash order of the (random) topic id: one of three.
-    assert r2.member_epoch == 3 and len(h.parts(r2)) == 1
-    r1 = h.hb("m1", 2)   # no revocation step: straight to the new target
-    assert r1.member_epoch == 3 and sorted(h.parts(r1) + h.parts(r2)) == [0, 1, 2]
+    assert r2.member_epoch == 4 and len(h.parts(r2)) == 1
+    r1 = h.hb("m1", 3)   # no revocation step: straight to the new target
+    assert r1.member_epoch == 4 and sorted(h.parts(r1) + h.parts(r2)) == [0, 1, 2]
 
 
 def test_more_members_than_partitions_each_partition_goes_to_several():
@@ -111,15 +112,15 @@ def test_member_epoch_checks():
     r = h.hb("m1", 5)
     assert r.error is ErrorCode.FENCED_MEMBER_EPOCH
     assert r.message == ("The share group member has a greater member epoch (5) than the one known by the group "
-                         "coordinator (2). The member must abandon all its partitions and rejoin.")
+                         "coordinator (3). The member must abandon all its partitions and rejoin.")
     # The previous epoch is accepted (the answer that moved the member on may have been lost).
-    assert h.hb("m1", 1).error is ErrorCode.NONE
+    assert h.hb("m1", 2).error is ErrorCode.NONE
     h.hb("m2")
-    assert h.hb("m1", 2).member_epoch == 3
-    r = h.hb("m1", 1)
+    assert h.hb("m1", 3).member_epoch == 4
+    r = h.hb("m1", 2)
     assert r.error is ErrorCode.FENCED_MEMBER_EPOCH
-    assert r.message == ("The share group member has a smaller member epoch (1) than the one known by the group "
-                         "coordinator (3), and it does not match the previous member epoch (2). The member must "
+    assert r.message == ("The share group member has a smaller member epoch (2) than the one known by the group "
+                         "coordinator (4), and it does not match the previous member epoch (3). The member must "
                          "abandon all its partitions and rejoin.")
 
 
@@ -131,7 +132,7 @@ def test_a_member_leaving_bumps_the_epoch_and_tells_the_share_partitions_once_wr
     r = h.hb("m2", -1)
     assert (r.error, r.member_id, r.member_epoch, r.heartbeat_interval_ms) == (ErrorCode.NONE, "m2", -1, 0)
     g = h.group()
-    assert set(g.members) == {"m1"} and g.group_epoch == 4
+    assert set(g.members) == {"m1"} and g.group_epoch == 5
     assert h.gone == [("g", "m2", written + 1)]   # after the record that removed it
     left = [e for e in h.events if e.kind is EventKind.MEMBER_LEFT]
     assert left[-1].member_id == "m2" and left[-1].details["group_type"] == "share"
@@ -217,7 +218,7 @@ def test_list_describe_and_delete():
     assert [(g.group_id, g.group_type, str(g.state)) for g in listed] == [("g", "share", "Stable")]
     assert h.c.list_groups(types={"consumer"}) == [] and h.c.list_groups(states={"empty"}) == []
     d = h.c.share_group_describe("g")
-    assert (d["group_state"], d["group_epoch"], d["assignment_epoch"], d["assignor_name"]) == ("Stable", 2, 2, "simple")
+    assert (d["group_state"], d["group_epoch"], d["assignment_epoch"], d["assignor_name"]) == ("Stable", 3, 3, "simple")
     assert d["members"][0]["assignment"]["topic_partitions"] == [
         {"topic_id": h.topics.id("orders"), "topic_name": "orders", "partitions": [0, 1, 2]}]
     assert h.c.share_group_describe("nope")["error_message"] == "Group nope not found."
@@ -258,6 +259,6 @@ def test_a_restarted_coordinator_carries_on_with_the_same_epochs_and_assignments
     again = ShareHarness(h.topics)
     again.c.load((), (), (), None, share=[value])
     r2 = again.hb("m1", r.member_epoch)
-    assert (r2.error, r2.member_epoch, r2.assignment) == (ErrorCode.NONE, 2, None)
+    assert (r2.error, r2.member_epoch, r2.assignment) == (ErrorCode.NONE, 3, None)
     again.timer.advance(45_000)   # a loaded member gets a session of its own
     assert [(g, m) for g, m, _ in again.gone] == [("g", "m1")]
