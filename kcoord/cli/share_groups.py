@@ -8,6 +8,7 @@ unacknowledged records begin; the lag, how many records from there are not yet a
 """
 from __future__ import annotations
 
+from kcoord.cli.streams_groups import described, listed_epochs
 from kcoord.protocol_client import Admin, ProtocolError
 from wire.errors import ErrorCode
 
@@ -20,23 +21,11 @@ OFFSETS_HEADER = ["TOPIC", "PARTITION", "START-OFFSET", "LAG"]
 def describe(admin: Admin, group_id: str):
     """The group's ShareGroupDescribe DescribedGroup; None when it is no share group or its
     coordinator does not serve the API."""
-    conn = admin.coordinator(group_id)
-    if conn.versions.get(SHARE_GROUP_DESCRIBE) is None:
-        return None
-    d = conn.call(SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group_id], "include_authorized_operations": False}
-                  ).groups[0]
-    if d.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
-        return None
-    if d.error_code:
-        raise ProtocolError(f"ShareGroupDescribe {group_id}: {ErrorCode(d.error_code).name}"
-                            + (f" ({d.error_message})" if d.error_message else ""))
-    return d
+    return described(admin, group_id, SHARE_GROUP_DESCRIBE, 1, "ShareGroupDescribe")
 
 
 def epochs(admin: Admin, group_id: str) -> tuple[str, str]:
-    """(group epoch, assignment epoch) of a listed share group, '-' each if it went meanwhile."""
-    d = describe(admin, group_id)
-    return ("-", "-") if d is None else (str(d.group_epoch), str(d.assignment_epoch))
+    return listed_epochs(describe(admin, group_id))
 
 
 def _partitions(assignment) -> str:

@@ -17,26 +17,34 @@ MEMBER_HEADER = ["MEMBER-ID", "PROCESS-ID", "CLIENT-ID", "HOST", "EPOCH", "STATE
 TOPOLOGY_HEADER = ["SUBTOPOLOGY", "SOURCE-TOPICS", "REPARTITION-SOURCE", "REPARTITION-SINK", "CHANGELOG"]
 
 
-def describe(admin: Admin, group_id: str):
-    """The group's StreamsGroupDescribe DescribedGroup; None when it is no streams group or its
-    coordinator does not serve the API."""
+def described(admin: Admin, group_id: str, api_key: int, version: int, name: str):
+    """The group as a modern group's describe API (`name`, `api_key` at `version`) tells it; None
+    when the group is of another type or its coordinator does not serve the API."""
     conn = admin.coordinator(group_id)
-    if conn.versions.get(STREAMS_GROUP_DESCRIBE) is None:
+    if conn.versions.get(api_key) is None:
         return None
-    d = conn.call(STREAMS_GROUP_DESCRIBE, 0, {"group_ids": [group_id], "include_authorized_operations": False}
-                  ).groups[0]
+    d = conn.call(api_key, version, {"group_ids": [group_id], "include_authorized_operations": False}).groups[0]
     if d.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
         return None
     if d.error_code:
-        raise ProtocolError(f"StreamsGroupDescribe {group_id}: {ErrorCode(d.error_code).name}"
+        raise ProtocolError(f"{name} {group_id}: {ErrorCode(d.error_code).name}"
                             + (f" ({d.error_message})" if d.error_message else ""))
     return d
 
 
-def epochs(admin: Admin, group_id: str) -> tuple[str, str]:
-    """(group epoch, assignment epoch) of a listed streams group, '-' each if it went meanwhile."""
-    d = describe(admin, group_id)
+def describe(admin: Admin, group_id: str):
+    """The group's StreamsGroupDescribe DescribedGroup; None when it is no streams group or its
+    coordinator does not serve the API."""
+    return described(admin, group_id, STREAMS_GROUP_DESCRIBE, 0, "StreamsGroupDescribe")
+
+
+def listed_epochs(d) -> tuple[str, str]:
+    """(group epoch, assignment epoch) of a listed group as described, '-' each if it went meanwhile."""
     return ("-", "-") if d is None else (str(d.group_epoch), str(d.assignment_epoch))
+
+
+def epochs(admin: Admin, group_id: str) -> tuple[str, str]:
+    return listed_epochs(describe(admin, group_id))
 
 
 def tasks(task_ids) -> str:

@@ -13,6 +13,7 @@ which JDK to install; jars missing from a cache raise it with how to fetch them.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -209,6 +210,21 @@ def sweep_orphans(prefix: str) -> None:
             shutil.rmtree(d, ignore_errors=True)
         except (OSError, ValueError):
             pass
+
+
+def json_events(path: Path | None) -> list[dict]:
+    """The `{"event": ...}` JSON lines a test program printed into its log, in order (a line still
+    being written is left out)."""
+    if path is None or not path.exists():
+        return []
+    found = []
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith('{"event"'):
+            try:
+                found.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return found
 
 
 def tail(path: Path | None, lines: int = 15) -> str:

@@ -15,7 +15,6 @@ Timings are recorded, never asserted as upper bounds: a JVM takes seconds to sta
 """
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import tempfile
@@ -44,16 +43,7 @@ class ShareWorker:
         return self.proc.poll() is None
 
     def events(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        found = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            if line.startswith('{"event"'):
-                try:
-                    found.append(json.loads(line))
-                except json.JSONDecodeError:  # a line still being written
-                    pass
-        return found
+        return jvm.json_events(self.log)
 
     def log_tail(self, lines: int = 30) -> str:
         return jvm.tail(self.log, lines)

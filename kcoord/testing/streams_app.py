@@ -19,7 +19,6 @@ Timings are recorded, never asserted: under load a JVM takes many seconds to sta
 """
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import signal
@@ -59,16 +58,7 @@ class StreamsInstance:
 
     def events(self) -> list[dict]:
         """This run's events, in order."""
-        if self.log is None or not self.log.exists():
-            return []
-        found = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            if line.startswith('{"event"'):
-                try:
-                    found.append(json.loads(line))
-                except json.JSONDecodeError:  # a line still being written
-                    pass
-        return found
+        return jvm.json_events(self.log)
 
     def state(self) -> str | None:
         return next((e["state"] for e in reversed(self.events()) if e["event"] == "state"), None)
