@@ -62,9 +62,13 @@ def run_kafka_python(a) -> None:
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
     kw = {"group_instance_id": a.instance_id} if a.instance_id else {}
+    # reconnect_backoff_max_ms as Java's reconnect.backoff.max.ms (1 s): kafka-python's own 30 s
+    # let a member whose coordinator's broker was bounced wait so long to reconnect that, in a
+    # rolling bounce, the group had moved back to that broker by then and the member never
+    # looked for its coordinator (seen in two full runs of 2026-11-26).
     c = KafkaConsumer(bootstrap_servers=a.bootstrap.split(","), group_id=a.group, session_timeout_ms=a.session_ms,
                       heartbeat_interval_ms=min(3000, a.session_ms // 3), auto_offset_reset="earliest",
-                      enable_auto_commit=False, **kw)
+                      enable_auto_commit=False, reconnect_backoff_max_ms=1000, **kw)
 
     def member() -> None:
         generation = c._coordinator._generation

@@ -109,6 +109,13 @@ class ShareWorkers:
 
     # ---- views -----------------------------------------------------------------------------
 
+    def wait_polling(self, workers: list[ShareWorker] | None = None, timeout: float = 120.0) -> float:
+        """Until every one of `workers` (all by default) has returned from its first poll: a JVM
+        that starts late under load would otherwise find the records already taken."""
+        ws = self.workers if workers is None else workers
+        return self.wait_for(lambda: all(any(e["event"] == "polling" for e in w.events()) for w in ws),
+                             "every worker polling", timeout)
+
     def deliveries(self) -> list[tuple[str, int, int, str]]:
         """(worker, offset, delivery count, value) for every record a worker received."""
         return [(w.name, e["offset"], e["delivery"], e["value"]) for w in self.workers for e in w.events()

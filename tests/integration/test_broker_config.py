@@ -63,9 +63,7 @@ group.min.session.timeout.ms=1000
 """
 UNMODELLED = ["process.roles", "controller.quorum.voters", "inter.broker.listener.name", "controller.listener.names",
               "listener.security.protocol.map", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
-              "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir",
-              "share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.min.isr",
-              "log.retention.hours",
+              "socket.receive.buffer.bytes", "num.recovery.threads.per.data.dir", "log.retention.hours",
               "log.segment.bytes", "log.retention.check.interval.ms"]
 
 
