@@ -74,8 +74,10 @@ def _confluent(bootstrap: str, topic: str, tid: str) -> None:
 
 def _formatted(tools, bootstrap: str, tid: str) -> list[dict]:
     partition = offsets_partition_for(tid, PARTITIONS)
+    # --timeout-ms: the tool's wait for a next record, its first one included; 4 s was too short
+    # for the first under a loaded full run (2026-11-26).
     result = tools.run("console-consumer", bootstrap, "--topic", TOPIC, "--partition", str(partition),
-                       "--offset", "earliest", "--formatter", FORMATTER, "--timeout-ms", "4000", timeout=90)
+                       "--offset", "earliest", "--formatter", FORMATTER, "--timeout-ms", "10000", timeout=90)
     decoder, text, pos, out = json.JSONDecoder(), result.stdout.strip(), 0, []
     while pos < len(text):
         obj, end = decoder.raw_decode(text, pos)
