@@ -32,7 +32,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from kcoord.cluster.placement import assign_replicas
+from kcoord.cluster.placement import PlacementError, assign_replicas, check_assignment
 
 log = logging.getLogger("kcoord.cluster")
 
@@ -260,19 +260,10 @@ class Cluster:
         return partition
 
     def _check_target(self, target: list[int]) -> None:
-        # Kafka's checks and words (ReplicationControlManager.validateManualPartitionAssignment).
-        if not target:
-            raise ReassignmentError("INVALID_REPLICA_ASSIGNMENT",
-                                    "The manual partition assignment includes an empty replica list.")
-        previous = None
-        for broker in sorted(target):
-            if broker not in self.nodes:
-                raise ReassignmentError("INVALID_REPLICA_ASSIGNMENT", "The manual partition assignment includes "
-                                        f"broker {broker}, but no such broker is registered.")
-            if broker == previous:
-                raise ReassignmentError("INVALID_REPLICA_ASSIGNMENT", "The manual partition assignment includes "
-                                        f"the broker {broker} more than once.")
-            previous = broker
+        try:
+            check_assignment({0: target}, set(self.nodes))
+        except PlacementError as err:
+            raise ReassignmentError(err.code_name, str(err)) from None
 
     def reassign(self, topic: str, index: int, target: list[int], allow_rf_change: bool = True) -> None:
         """Start moving the partition to `target` (or finish at once where nothing needs copying);

@@ -198,7 +198,7 @@ class DurableState:
                 # Written by a kcoord with other brokers (or before replicas were kept): placed anew.
                 replicas = None
             topic = self.topics.create(t["name"], t["partitions"], t["configs"], uuid.UUID(t["id"]),
-                                       assignment=dict(enumerate(replicas)) if replicas else None)
+                                       assignment=dict(enumerate(replicas)) if replicas else None, restored=True)
             for partition in topic.partitions:
                 held = leadership.get((topic.name, partition.index))
                 if held is not None and replicas and all(b in registered for b in held.get("replicas", ())):

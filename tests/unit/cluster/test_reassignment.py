@@ -141,3 +141,35 @@ def test_a_stopped_broker_copies_nothing_and_rejoins_only_once_copied():
     assert p.copied[2] == pytest.approx(100)
     c.unfence(2, "started")
     assert 2 not in p.isr and p.adding == [2]
+
+
+@pytest.mark.parametrize("compacted", [False, True])
+def test_a_data_dir_keeps_a_reassignment_in_progress_and_a_finished_one(tmp_path, compacted):
+    from kcoord.storage import DurableState
+
+    def open_state():
+        c = Cluster([Node(i, "127.0.0.1", 0) for i in range(4)])
+        store = TopicStore(1, c)
+        state = DurableState(tmp_path, store, fsync="never")
+        state.load()
+        c.listeners.append(lambda ch: state.leadership_changed(ch.topic, store.partition(ch.topic, ch.partition)))
+        c.partition_listeners.append(state.leadership_changed)
+        return c, store, state
+
+    c, store, state = open_state()
+    topic = store.create("t", 2, assignment={0: [0, 1], 1: [1, 0]})
+    fill(topic.partitions[0])
+    c.reassign("t", 0, [2, 1])       # in progress: 2 has not copied the partition
+    c.reassign("t", 1, [1, 3])
+    c.replica_caught_up("t", topic.partitions[1], 3)
+    if compacted:
+        state.compact()
+    state.log.close()
+
+    c, store, state = open_state()
+    first, second = store.get("t").partitions
+    assert (first.replicas, first.adding, first.removing, first.isr, first.leader) == ([2, 1, 0], [2], [0], [0, 1], 0)
+    assert (second.replicas, second.adding, second.removing, second.isr) == ([1, 3], [], [], [1, 3])
+    assert second.leader_epoch == 1, "the epoch bumped when 0 left is kept"
+    assert c.reassigning() == [("t", first)]
+    state.log.close()

@@ -1,0 +1,137 @@
+"""AlterPartitionReassignments (45) and ListPartitionReassignments (46) as raw requests against a
+three-broker kcoord: a move in progress while a follower throttle holds the copy back (List,
+Metadata, DescribeLogDirs per broker report it as Kafka does), done once the throttle goes (the
+removed leader hands over), a cancel, and Kafka's refusals."""
+from __future__ import annotations
+
+import time
+import uuid
+
+from kafka import KafkaProducer
+
+from kcoord.protocol_client import Connection
+from kcoord.testing.failover import KcoordCluster
+from wire.errors import ErrorCode
+
+BROKER = 4
+SET, DELETE = 0, 1
+
+
+def _address(cluster, node: int) -> str:
+    return "%s:%d" % cluster.app.cluster.node(node).advertised
+
+
+def _create(cluster, topic: str, assignment: list[list[int]]) -> None:
+    with Connection.to(cluster.bootstrap) as conn:
+        answer = conn.call(19, 5, {"topics": [{
+            "name": topic, "num_partitions": -1, "replication_factor": -1, "configs": [],
+            "assignments": [{"partition_index": i, "broker_ids": rs} for i, rs in enumerate(assignment)]}],
+            "timeout_ms": 30000, "validate_only": False})
+    assert answer.topics[0].error_code == ErrorCode.NONE, answer.topics[0].error_message
+
+
+def _alter(cluster, moves: dict[tuple[str, int], list[int] | None], version: int = 1, **extra):
+    topics: dict[str, list] = {}
+    for (topic, index), replicas in moves.items():
+        topics.setdefault(topic, []).append({"partition_index": index, "replicas": replicas})
+    with Connection.to(cluster.bootstrap) as conn:
+        answer = conn.call(45, version, {"timeout_ms": 30000, "topics": [
+            {"name": t, "partitions": ps} for t, ps in topics.items()], **extra})
+    assert answer.error_code == ErrorCode.NONE
+    return {(t.name, p.partition_index): (ErrorCode(p.error_code).name, p.error_message)
+            for t in answer.responses for p in t.partitions}
+
+
+def _list(cluster, topics=None):
+    with Connection.to(cluster.bootstrap) as conn:
+        answer = conn.call(46, 0, {"timeout_ms": 30000, "topics": topics})
+    assert answer.error_code == ErrorCode.NONE
+    return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+            for t in answer.topics for p in t.partitions}
+
+
+def _metadata(cluster, topic: str):
+    with Connection.to(cluster.bootstrap) as conn:
+        answer = conn.call(3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
+    return {p.partition_index: (p.leader_id, list(p.replica_nodes), list(p.isr_nodes))
+            for t in answer.topics for p in t.partitions}
+
+
+def _log_dir_sizes(cluster, node: int, topic: str) -> dict[int, tuple[int, int]]:
+    """partition -> (size, offset lag) that broker `node` reports for its replicas of `topic`."""
+    with Connection.to(_address(cluster, node)) as conn:
+        answer = conn.call(35, 4, {"topics": [{"topic": topic, "partitions": [0, 1]}]})
+    return {p.partition_index: (p.partition_size, p.offset_lag)
+            for d in answer.results for t in d.topics for p in t.partitions}
+
+
+def _alter_configs(address: str, resource_type: int, name: str, ops: list[tuple[str, int, str | None]]) -> None:
+    with Connection.to(address) as conn:
+        answer = conn.call(44, 1, {"resources": [{
+            "resource_type": resource_type, "resource_name": name,
+            "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in ops]}],
+            "validate_only": False})
+    assert answer.responses[0].error_code == ErrorCode.NONE, answer.responses[0].error_message
+
+
+def _wait(condition, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.1)
+
+
+def test_a_move_held_by_a_throttle_then_done_then_cancelled_and_kafkas_refusals():
+    with KcoordCluster() as cluster:
+        topic = f"r-{uuid.uuid4().hex[:6]}"
+        _create(cluster, topic, [[0, 1], [1, 0]])
+        producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+        for i in range(50):
+            producer.send(topic, value=b"v" * 100, partition=i % 2)
+        producer.flush()
+        producer.close()
+        size = _log_dir_sizes(cluster, 0, topic)[0][0]
+        assert size > 0 and _log_dir_sizes(cluster, 2, topic) == {}, "broker 2 holds no replica yet"
+
+        # Broker 2's follower throttle holds the copy of partition 0 to 1 byte a second.
+        _alter_configs(_address(cluster, 2), BROKER, "2", [("follower.replication.throttled.rate", SET, "1")])
+        _alter_configs(cluster.bootstrap, 2, topic, [("follower.replication.throttled.replicas", SET, "0:2")])
+        assert _alter(cluster, {(topic, 0): [2, 1]}) == {(topic, 0): ("NONE", None)}
+        assert _list(cluster) == {(topic, 0): ([2, 1, 0], [2], [0])}
+        assert _list(cluster, [{"name": topic, "partition_indexes": [1]}]) == {}
+        assert _metadata(cluster, topic)[0] == (0, [2, 1, 0], [0, 1])
+        copied, lag = _log_dir_sizes(cluster, 2, topic)[0]
+        assert copied < size and lag > 0
+
+        # Without the throttle it copies at the copy rate; then 0 goes and 2, first in sync, leads.
+        _alter_configs(_address(cluster, 2), BROKER, "2", [("follower.replication.throttled.rate", DELETE, None)])
+        _wait(lambda: not _list(cluster), "the reassignment never completed")
+        assert _metadata(cluster, topic)[0] == (2, [2, 1], [2, 1])
+        assert _log_dir_sizes(cluster, 2, topic) == {0: (size, 0)}
+        assert 0 not in _log_dir_sizes(cluster, 0, topic)
+
+        # A cancel puts back the replicas before the move.
+        _alter_configs(_address(cluster, 2), BROKER, "2", [("follower.replication.throttled.rate", SET, "1")])
+        _alter_configs(cluster.bootstrap, 2, topic, [("follower.replication.throttled.replicas", SET, "*")])
+        assert _alter(cluster, {(topic, 1): [2, 0]}) == {(topic, 1): ("NONE", None)}
+        assert _list(cluster) == {(topic, 1): ([2, 0, 1], [2], [1])}
+        assert _alter(cluster, {(topic, 1): None}) == {(topic, 1): ("NONE", None)}
+        # As Kafka's PartitionReassignmentRevert: the replicas without the added ones, in their order.
+        assert _list(cluster) == {} and _metadata(cluster, topic)[1] == (1, [0, 1], [1, 0])
+
+        assert _alter(cluster, {
+            (topic, 1): None, (topic, 5): [0], ("nope", 0): [0], (topic, 0): [0, 9],
+        }) == {
+            (topic, 1): ("NO_REASSIGNMENT_IN_PROGRESS", "No partition reassignment is in progress."),
+            (topic, 5): ("UNKNOWN_TOPIC_OR_PARTITION", f"Unable to find partition {topic}:5."),
+            ("nope", 0): ("UNKNOWN_TOPIC_OR_PARTITION", "Unable to find a topic named nope."),
+            (topic, 0): ("INVALID_REPLICA_ASSIGNMENT",
+                         "The manual partition assignment includes broker 9, but no such broker is registered."),
+        }
+        assert _alter(cluster, {(topic, 0): [1, 1]}) == {(topic, 0): (
+            "INVALID_REPLICA_ASSIGNMENT", "The manual partition assignment includes the broker 1 more than once.")}
+        assert _alter(cluster, {(topic, 0): []}, version=0) == {(topic, 0): (
+            "INVALID_REPLICA_ASSIGNMENT", "The manual partition assignment includes an empty replica list.")}
+        assert _alter(cluster, {(topic, 0): [0, 1, 2]}, allow_replication_factor_change=False) == {(topic, 0): (
+            "INVALID_REPLICATION_FACTOR", "The replication factor is changed from 2 to 3")}
+        assert _list(cluster) == {}
