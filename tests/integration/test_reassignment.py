@@ -1,9 +1,12 @@
-"""AlterPartitionReassignments (45) and ListPartitionReassignments (46) as raw requests against a
-three-broker kcoord: a move in progress while a follower throttle holds the copy back (List,
+"""AlterPartitionReassignments (45) and ListPartitionReassignments (46) against a three-broker
+kcoord. As raw requests: a move in progress while a follower throttle holds the copy back (List,
 Metadata, DescribeLogDirs per broker report it as Kafka does), done once the throttle goes (the
-removed leader hands over), a cancel, and Kafka's refusals."""
+removed leader hands over), a cancel, and Kafka's refusals. With Kafka's own
+`kafka-reassign-partitions`: --execute with --throttle, --verify in progress then completed
+(the throttles cleared), --cancel, and `kafka-leader-election` after a reordering."""
 from __future__ import annotations
 
+import json
 import time
 import uuid
 
@@ -11,6 +14,7 @@ from kafka import KafkaProducer
 
 from kcoord.protocol_client import Connection
 from kcoord.testing.failover import KcoordCluster
+from kcoord.testing.kafka_tools import ToolSession
 from wire.errors import ErrorCode
 
 BROKER = 4
@@ -135,3 +139,74 @@ def test_a_move_held_by_a_throttle_then_done_then_cancelled_and_kafkas_refusals(
         assert _alter(cluster, {(topic, 0): [0, 1, 2]}, allow_replication_factor_change=False) == {(topic, 0): (
             "INVALID_REPLICATION_FACTOR", "The replication factor is changed from 2 to 3")}
         assert _list(cluster) == {}
+
+
+def _plan(tmp_path, name: str, topic: str, moves: dict[int, list[int]]) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": topic, "partition": p, "replicas": rs, "log_dirs": ["any"] * len(rs)} for p, rs in moves.items()]}))
+    return str(path)
+
+
+def _broker_throttles(cluster) -> dict[int, dict[str, str]]:
+    """Each broker's replication throttle rates set on it, as DescribeConfigs reports them."""
+    out = {}
+    for node in range(3):
+        with Connection.to(_address(cluster, node)) as conn:
+            answer = conn.call(32, 4, {"resources": [{"resource_type": BROKER, "resource_name": str(node),
+                                                      "configuration_keys": [
+                                                          "leader.replication.throttled.rate",
+                                                          "follower.replication.throttled.rate"]}],
+                                       "include_synonyms": False, "include_documentation": False})
+        out[node] = {c.name: c.value for c in answer.results[0].configs if not c.is_default}
+    return out
+
+
+def test_kafka_reassign_partitions_executes_verifies_and_cancels_on_kcoord(tmp_path):
+    with KcoordCluster() as cluster, ToolSession() as tools:
+        topic = f"rp-{uuid.uuid4().hex[:6]}"
+        _create(cluster, topic, [[0, 1], [1, 0]])
+        producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+        for i in range(40):
+            producer.send(topic, value=b"v" * 100, partition=i % 2)
+        producer.close()
+
+        def tool(*args):
+            result = tools.run("reassign-partitions", cluster.bootstrap, *args)
+            return result.code, (result.stdout + result.stderr).replace(topic, "T")
+
+        move = _plan(tmp_path, "move", topic, {0: [2, 1]})
+        code, out = tool("--reassignment-json-file", move, "--execute", "--throttle", "1")
+        assert code == 0 and "Successfully started partition reassignment for T-0" in out, out
+        throttled = _broker_throttles(cluster)
+        assert all(throttled[n] == {"leader.replication.throttled.rate": "1",
+                                    "follower.replication.throttled.rate": "1"} for n in range(3)), throttled
+        code, out = tool("--reassignment-json-file", move, "--verify")
+        assert code == 0 and "Reassignment of partition T-0 is still in progress." in out, out
+
+        # Resubmitted with a higher throttle (--additional), as Kafka's tool says to.
+        code, out = tool("--reassignment-json-file", move, "--execute", "--additional", "--throttle", "100000000")
+        assert code == 0, out
+        _wait(lambda: not _list(cluster), "the reassignment never completed")
+        code, out = tool("--reassignment-json-file", move, "--verify")
+        assert code == 0 and "Reassignment of partition T-0 is completed." in out, out
+        assert "Clearing broker-level throttles on brokers 0,1,2" in out and "Clearing topic-level throttles" in out
+        assert _broker_throttles(cluster) == {0: {}, 1: {}, 2: {}}
+        assert _metadata(cluster, topic)[0] == (2, [2, 1], [2, 1])
+
+        # The preferred leader of a reordered partition takes over with kafka-leader-election.
+        code, out = tool("--reassignment-json-file", _plan(tmp_path, "reorder", topic, {0: [1, 2]}), "--execute")
+        assert code == 0 and _metadata(cluster, topic)[0] == (2, [1, 2], [2, 1]), out
+        election = tools.run("leader-election", cluster.bootstrap, "--election-type", "preferred",
+                             "--topic", topic, "--partition", "0")
+        assert election.code == 0, election.stdout + election.stderr
+        assert _metadata(cluster, topic)[0][0] == 1
+
+        back = _plan(tmp_path, "back", topic, {1: [2, 0]})
+        code, out = tool("--reassignment-json-file", back, "--execute", "--throttle", "1")
+        assert code == 0 and _list(cluster) == {(topic, 1): ([2, 0, 1], [2], [1])}, out
+        code, out = tool("--reassignment-json-file", back, "--cancel")
+        assert code == 0 and "Successfully cancelled partition reassignment for: T-1" in out, out
+        assert _list(cluster) == {} and _metadata(cluster, topic)[1] == (1, [0, 1], [1, 0])
+        code, out = tool("--reassignment-json-file", back, "--verify")
+        assert "There is no active reassignment of partition T-1, but replica set is 0,1 rather than 2,0" in out, out
