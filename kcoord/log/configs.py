@@ -87,7 +87,9 @@ def check_topic_config(name: str, value: str | None) -> None:
         if text.lower() not in ("true", "false"):
             raise _invalid(name, value, "Expected value to be either true or false")
     if name in THROTTLED_REPLICAS and not _throttled_list_ok(text):
-        raise _invalid(name, value, f"{name} must be the literal '*' or a list of replicas in the following format: "
+        # Kafka's validator sees the parsed list, and names it as Java prints a list.
+        shown = "[" + ", ".join(i.strip() for i in text.split(",")) + "]"
+        raise _invalid(name, shown, f"{name} must be the literal '*' or a list of replicas in the following format: "
                                     "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
     if name in _CHOICES:
         items = [i.strip() for i in text.split(",")] if kind == _LIST else [text]

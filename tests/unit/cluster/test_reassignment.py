@@ -173,3 +173,19 @@ def test_a_data_dir_keeps_a_reassignment_in_progress_and_a_finished_one(tmp_path
     assert second.leader_epoch == 1, "the epoch bumped when 0 left is kept"
     assert c.reassigning() == [("t", first)]
     state.log.close()
+
+
+def test_a_topics_throttled_replica_lists_are_checked_as_kafka_checks_them():
+    from kcoord.log.configs import TopicConfigError, check_topic_config, throttles
+
+    for good in ("", "*", "0:1,1:2", " 0:1 , 3:0"):
+        check_topic_config("leader.replication.throttled.replicas", good)
+    with pytest.raises(TopicConfigError) as err:
+        check_topic_config("follower.replication.throttled.replicas", "0:1, 0-1")
+    assert str(err.value) == (
+        "Invalid value [0:1, 0-1] for configuration follower.replication.throttled.replicas: "
+        "follower.replication.throttled.replicas must be the literal '*' or a list of replicas in the following "
+        "format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    name = "leader.replication.throttled.replicas"
+    assert throttles({name: "0:1, 2:0"}, name, 2, 0) and not throttles({name: "0:1"}, name, 1, 0)
+    assert throttles({name: "*"}, name, 5, 5) and not throttles({}, name, 0, 0)
