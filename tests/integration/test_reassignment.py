@@ -25,6 +25,17 @@ def _address(cluster, node: int) -> str:
     return "%s:%d" % cluster.app.cluster.node(node).advertised
 
 
+def _filled_topic(cluster) -> str:
+    """A new topic with partitions on [0, 1] and [1, 0], 25 records of 100 bytes in each."""
+    topic = f"r-{uuid.uuid4().hex[:6]}"
+    _create(cluster, topic, [[0, 1], [1, 0]])
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for i in range(50):
+        producer.send(topic, value=b"v" * 100, partition=i % 2)
+    producer.close()
+    return topic
+
+
 def _create(cluster, topic: str, assignment: list[list[int]]) -> None:
     with Connection.to(cluster.bootstrap) as conn:
         answer = conn.call(19, 5, {"topics": [{
@@ -87,13 +98,7 @@ def _wait(condition, what: str) -> None:
 
 def test_a_move_held_by_a_throttle_then_done_then_cancelled_and_kafkas_refusals():
     with KcoordCluster() as cluster:
-        topic = f"r-{uuid.uuid4().hex[:6]}"
-        _create(cluster, topic, [[0, 1], [1, 0]])
-        producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
-        for i in range(50):
-            producer.send(topic, value=b"v" * 100, partition=i % 2)
-        producer.flush()
-        producer.close()
+        topic = _filled_topic(cluster)
         size = _log_dir_sizes(cluster, 0, topic)[0][0]
         assert size > 0 and _log_dir_sizes(cluster, 2, topic) == {}, "broker 2 holds no replica yet"
 
@@ -164,12 +169,7 @@ def _broker_throttles(cluster) -> dict[int, dict[str, str]]:
 
 def test_kafka_reassign_partitions_executes_verifies_and_cancels_on_kcoord(tmp_path):
     with KcoordCluster() as cluster, ToolSession() as tools:
-        topic = f"rp-{uuid.uuid4().hex[:6]}"
-        _create(cluster, topic, [[0, 1], [1, 0]])
-        producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
-        for i in range(40):
-            producer.send(topic, value=b"v" * 100, partition=i % 2)
-        producer.close()
+        topic = _filled_topic(cluster)
 
         def tool(*args):
             result = tools.run("reassign-partitions", cluster.bootstrap, *args)

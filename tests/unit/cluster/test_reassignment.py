@@ -27,6 +27,17 @@ def fill(partition, batches=10, value=b"x" * 80):
     return partition.size_bytes()
 
 
+def moving(target, rate):
+    """A filled partition on [0, 1] a second into its move to `target`."""
+    c, store, timer, copier, _ = setup(rate=rate)
+    p = store.create("t", 1, assignment={0: [0, 1]}).partitions[0]
+    fill(p)
+    c.reassign("t", 0, target)
+    copier.start()
+    timer.advance(1000)
+    return c, p, timer, copier
+
+
 def test_an_added_replica_copies_at_the_copy_rate_then_the_removed_one_goes():
     c, store, timer, copier, changes = setup(rate=1000)
     p = store.create("t", 1, assignment={0: [0, 1]}).partitions[0]
@@ -67,12 +78,7 @@ def test_reordering_or_shrinking_within_the_isr_completes_at_once():
 
 
 def test_cancelling_goes_back_to_the_replicas_before():
-    c, store, timer, copier, _ = setup(rate=10)
-    p = store.create("t", 1, assignment={0: [0, 1]}).partitions[0]
-    fill(p)
-    c.reassign("t", 0, [2, 3])
-    copier.start()
-    timer.advance(1000)
+    c, p, timer, copier = moving(target=[2, 3], rate=10)
     assert (p.replicas, p.adding, p.removing) == ([2, 3, 0, 1], [2, 3], [0, 1])
     c.cancel_reassignment("t", 0)
     assert (p.replicas, p.adding, p.removing, p.isr, p.leader) == ([0, 1], [], [], [0, 1], 0)
@@ -130,12 +136,7 @@ def test_throttles_share_a_brokers_budget_between_the_replicas_they_list():
 
 
 def test_a_stopped_broker_copies_nothing_and_rejoins_only_once_copied():
-    c, store, timer, copier, _ = setup(rate=100)
-    p = store.create("t", 1, assignment={0: [0, 1]}).partitions[0]
-    fill(p)
-    c.reassign("t", 0, [0, 2])
-    copier.start()
-    timer.advance(1000)
+    c, p, timer, copier = moving(target=[0, 2], rate=100)
     c.fence(2, "stopped")
     timer.advance(1000)
     assert p.copied[2] == pytest.approx(100)
