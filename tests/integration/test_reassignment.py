@@ -13,6 +13,7 @@ import uuid
 from kafka import KafkaProducer
 
 from kcoord.protocol_client import Connection
+from kcoord.testing.brokers import create_topic
 from kcoord.testing.failover import KcoordCluster
 from kcoord.testing.kafka_tools import ToolSession
 from wire.errors import ErrorCode
@@ -28,21 +29,12 @@ def _address(cluster, node: int) -> str:
 def _filled_topic(cluster) -> str:
     """A new topic with partitions on [0, 1] and [1, 0], 25 records of 100 bytes in each."""
     topic = f"r-{uuid.uuid4().hex[:6]}"
-    _create(cluster, topic, [[0, 1], [1, 0]])
+    create_topic(cluster.bootstrap, topic, assignment=[[0, 1], [1, 0]], wait=False)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
     for i in range(50):
         producer.send(topic, value=b"v" * 100, partition=i % 2)
     producer.close()
     return topic
-
-
-def _create(cluster, topic: str, assignment: list[list[int]]) -> None:
-    with Connection.to(cluster.bootstrap) as conn:
-        answer = conn.call(19, 5, {"topics": [{
-            "name": topic, "num_partitions": -1, "replication_factor": -1, "configs": [],
-            "assignments": [{"partition_index": i, "broker_ids": rs} for i, rs in enumerate(assignment)]}],
-            "timeout_ms": 30000, "validate_only": False})
-    assert answer.topics[0].error_code == ErrorCode.NONE, answer.topics[0].error_message
 
 
 def _alter(cluster, moves: dict[tuple[str, int], list[int] | None], version: int = 1, **extra):
