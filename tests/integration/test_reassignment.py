@@ -202,3 +202,32 @@ def test_kafka_reassign_partitions_executes_verifies_and_cancels_on_kcoord(tmp_p
         assert _list(cluster) == {} and _metadata(cluster, topic)[1] == (1, [0, 1], [1, 0])
         code, out = tool("--reassignment-json-file", back, "--verify")
         assert "There is no active reassignment of partition T-1, but replica set is 0,1 rather than 2,0" in out, out
+
+
+def test_reassignments_need_alter_and_listing_needs_describe_on_the_cluster():
+    from kcoord.security.acls import CLUSTER_NAME, WILDCARD, Acl, Operation, PatternType, Permission, ResourceType
+    from kcoord.testing.plugin import start_server
+
+    server = start_server(acls=True)
+    try:
+        with Connection.to(server.bootstrap) as conn:
+            def alter():
+                return conn.call(45, 1, {"timeout_ms": 30000, "topics": [
+                    {"name": "t", "partitions": [{"partition_index": 0, "replicas": [0]}]}]})
+
+            def listing():
+                return conn.call(46, 0, {"timeout_ms": 30000, "topics": None})
+
+            denied = "Cluster authorization failed."
+            a = alter()
+            assert (a.error_code, a.error_message) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, denied)
+            assert [(p.error_code, p.error_message) for t in a.responses for p in t.partitions] == [
+                (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, denied)]
+            assert (listing().error_code, listing().error_message) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, denied)
+            server.app.server.acls.create([Acl(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL,
+                                               "User:ANONYMOUS", WILDCARD, Operation.named("Describe"),
+                                               Permission.ALLOW)])
+            assert listing().error_code == ErrorCode.NONE
+            assert alter().error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    finally:
+        server.stop()
