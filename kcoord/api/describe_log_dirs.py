@@ -27,7 +27,7 @@ def _log_dir(config) -> tuple[str, int, int]:
 def _copied(partition, node_id: int) -> tuple[int, int]:
     """The replica's size and offset lag on `node_id`: the whole partition with no lag once in
     sync; while it is being added, the batches copied so far and the offsets after them."""
-    if node_id not in partition.adding or node_id in partition.isr:
+    if node_id not in partition.copied:
         return partition.size_bytes(), 0
     budget, reached = int(partition.copied.get(node_id, 0)), partition.log_start_offset
     size = 0

@@ -184,8 +184,8 @@ class Cluster:
         for topic, partition in self._partitions():
             if node_id not in partition.replicas:
                 continue
-            # A replica being added has not copied the partition yet: it stays out of the ISR.
-            if node_id not in partition.isr and node_id not in partition.adding:
+            # A replica a reassignment brought has not copied the partition yet: it stays out of the ISR.
+            if node_id not in partition.isr and node_id not in partition.copied:
                 partition.isr = [b for b in partition.replicas if b in partition.isr or b == node_id]
                 self._isr_changed(topic, partition)
             if partition.leader == NO_LEADER and self.is_serving(node_id):
@@ -237,7 +237,7 @@ class Cluster:
         leader does not serve gets the first replica that does."""
         for topic, partition in self._partitions():
             isr = [b for b in partition.replicas
-                   if b in partition.isr or (self.is_serving(b) and b not in partition.adding)]
+                   if b in partition.isr or (self.is_serving(b) and b not in partition.copied)]
             if isr != partition.isr:
                 partition.isr = isr
                 self._isr_changed(topic, partition)
@@ -280,7 +280,11 @@ class Cluster:
         before = list(partition.replicas)
         partition.replicas = list(target) + removing
         partition.removing, partition.adding = removing, adding
-        partition.copied = {b: partition.copied.get(b, 0) for b in adding}
+        # Every replica out of the ISR catches up, as a Kafka follower fetches whatever the
+        # reassignment calls it: a target resubmitted mid-move no longer counts a replica already
+        # in the list as adding, yet it still has to copy the partition.
+        partition.copied = {b: partition.copied.get(b, 0) for b in partition.replicas
+                            if b not in partition.isr and (b in adding or b in partition.copied)}
         log.info("partition %s-%d: reassigning %s -> %s (adding %s, removing %s)", topic, index, before,
                  list(target), adding, removing)
         self._settle(topic, partition, before, "reassignment")
@@ -298,13 +302,15 @@ class Cluster:
         before = list(partition.replicas)
         partition.replicas = [b for b in partition.replicas if b not in partition.adding]
         partition.isr = isr
-        partition.adding, partition.removing, partition.copied = [], [], {}
+        partition.copied = {b: copied for b, copied in partition.copied.items() if b in partition.replicas}
+        partition.adding, partition.removing = [], []
         log.info("partition %s-%d: reassignment cancelled, back on %s", topic, index, partition.replicas)
         self._settle(topic, partition, before, "reassignment cancelled")
 
     def replica_caught_up(self, topic: str, partition, node_id: int) -> None:
-        """An adding replica has copied the partition: it joins the ISR, which may finish the move."""
-        if node_id not in partition.adding or node_id in partition.isr:
+        """A replica a reassignment brought has copied the partition: it joins the ISR, which may
+        finish the move."""
+        if partition.copied.pop(node_id, None) is None or node_id in partition.isr:
             return
         partition.isr = [b for b in partition.replicas if b in partition.isr or b == node_id]
         before = list(partition.replicas)
@@ -312,6 +318,10 @@ class Cluster:
 
     def reassigning(self) -> list[tuple[str, object]]:
         return [(t, p) for t, p in self._partitions() if p.adding or p.removing]
+
+    def catching_up(self) -> list[tuple[str, object]]:
+        """The partitions with replicas a reassignment brought that are still copying."""
+        return [(t, p) for t, p in self._partitions() if p.copied]
 
     def _settle(self, topic: str, partition, before: list[int], reason: str) -> None:
         """Finish the reassignment if its ISR allows (PartitionReassignmentReplicas.
@@ -324,7 +334,9 @@ class Cluster:
                     and not (len(partition.adding) < len(partition.removing) and not all(b in isr for b in replicas)))
             if done:
                 partition.replicas, partition.isr = replicas, isr
-                partition.adding, partition.removing, partition.copied = [], [], {}
+                partition.adding, partition.removing = [], []
+                # One resubmitted mid-move may still be copying, out of the ISR, as on Kafka.
+                partition.copied = {b: copied for b, copied in partition.copied.items() if b in replicas}
                 log.info("partition %s-%d: reassignment complete on %s", topic, partition.index, replicas)
         leader = partition.leader
         if leader not in partition.isr or not self.is_serving(leader):

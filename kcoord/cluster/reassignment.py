@@ -1,7 +1,8 @@
 """The replicas a reassignment adds, copying their partition over time.
 
 kcoord's brokers share one log per partition, so nothing is really copied: a replica being
-added counts the partition's bytes it would have fetched, at kcoord's copy rate
+added (`Partition.copied`: every replica of a partition being reassigned that is out of its ISR)
+counts the partition's bytes it would have fetched, at kcoord's copy rate
 (`--reassignment-copy-rate`, what Kafka's network and disks would allow), slowed by Kafka's
 replication throttles where they apply:
 
@@ -41,7 +42,7 @@ class ReplicaCopier:
 
     def start(self) -> None:
         """Copy while any reassignment is in progress (called when one starts, and at start-up)."""
-        if self.cluster.reassigning() and not self.timer.is_scheduled(_TIMER_KEY):
+        if self.cluster.catching_up() and not self.timer.is_scheduled(_TIMER_KEY):
             self.timer.schedule(_TIMER_KEY, TICK_MS, self._tick)
 
     def cancel(self) -> None:
@@ -54,9 +55,9 @@ class ReplicaCopier:
     def rates(self) -> dict[tuple[str, int, int], float]:
         """Bytes per second of every copy under way, by (topic, partition, broker)."""
         copies = []
-        for topic, partition in self.cluster.reassigning():
+        for topic, partition in self.cluster.catching_up():
             configs = self.cluster.topics.topics[topic].configs
-            for broker in partition.adding:
+            for broker in list(partition.copied):
                 if broker in partition.isr or not self.cluster.is_serving(broker) \
                         or not self.cluster.is_serving(partition.leader):
                     continue
@@ -86,7 +87,7 @@ class ReplicaCopier:
     def _tick(self) -> None:
         for (topic, index, broker), rate in self.rates().items():
             partition = self.cluster.topics.partition(topic, index)
-            if broker not in partition.adding:
+            if broker not in partition.copied:
                 continue  # an earlier copy this tick finished the partition's reassignment
             size = partition.size_bytes()
             partition.copied[broker] = min(size, partition.copied.get(broker, 0) + rate * TICK_MS / 1000)

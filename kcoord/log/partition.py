@@ -92,7 +92,8 @@ class Partition:
         self.leader = leader
         # A reassignment in progress (kcoord.cluster): the replicas being added (in `replicas`,
         # not yet caught up) and being removed (still in `replicas` until the adding ones are in
-        # sync); each adding replica's bytes copied so far.
+        # sync); the bytes copied so far by each replica that catches up (out of the ISR).
+        # Restored ones start over: progress is not kept.
         self.adding: list[int] = []
         self.removing: list[int] = []
         self.copied: dict[int, int] = {}
@@ -364,7 +365,7 @@ class Partition:
         """Put back the replicas a reassignment left (None: kept by an older kcoord, which had none)."""
         if replicas is not None:
             self.replicas, self.adding, self.removing = list(replicas), list(adding), list(removing)
-            self.copied = {b: 0 for b in self.adding}
+            self.copied = {b: 0 for b in self.replicas if b not in self.isr} if adding or removing else {}
 
     def end_of_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch, as Kafka's leader epoch cache answers:

@@ -20,6 +20,7 @@ from wire.errors import ErrorCode
 
 BROKER = 4
 SET, DELETE = 0, 1
+DEFAULT_CONFIG = 5   # DescribeConfigs' ConfigSource
 
 
 def _address(cluster, node: int) -> str:
@@ -155,7 +156,7 @@ def _broker_throttles(cluster) -> dict[int, dict[str, str]]:
                                                           "leader.replication.throttled.rate",
                                                           "follower.replication.throttled.rate"]}],
                                        "include_synonyms": False, "include_documentation": False})
-        out[node] = {c.name: c.value for c in answer.results[0].configs if not c.is_default}
+        out[node] = {c.name: c.value for c in answer.results[0].configs if c.config_source != DEFAULT_CONFIG}
     return out
 
 

@@ -190,3 +190,13 @@ def test_a_topics_throttled_replica_lists_are_checked_as_kafka_checks_them():
     name = "leader.replication.throttled.replicas"
     assert throttles({name: "0:1, 2:0"}, name, 2, 0) and not throttles({name: "0:1"}, name, 1, 0)
     assert throttles({name: "*"}, name, 5, 5) and not throttles({}, name, 0, 0)
+
+
+def test_a_target_resubmitted_mid_move_still_copies_and_then_completes():
+    c, p, timer, copier = moving(target=[2, 1], rate=100)
+    c.reassign("t", 0, [2, 1])   # kafka-reassign-partitions --additional, to change the throttle
+    # As Kafka's controller: 2 is in the replicas already, so no longer "adding"; it still copies.
+    assert (p.replicas, p.adding, p.removing, p.isr) == ([2, 1, 0], [], [0], [0, 1])
+    assert p.copied[2] == pytest.approx(100)
+    timer.advance(p.size_bytes() * 10)
+    assert (p.replicas, p.adding, p.removing, p.isr, p.leader, p.copied) == ([2, 1], [], [], [2, 1], 2, {})
