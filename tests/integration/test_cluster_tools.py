@@ -71,7 +71,9 @@ def _reassignment(cluster, tmp_path) -> list[str]:
         def run(plan: str, *args: str) -> str:
             result = tools.run("reassign-partitions", cluster.bootstrap, "--reassignment-json-file",
                                str(plans[plan]), *args)
-            return f"exit {result.code}: " + (result.stdout + result.stderr).replace(topic, "T").strip()
+            out = (result.stdout + result.stderr).replace(topic, "T").strip()
+            # The log dirs are paths on Kafka, "(in memory)" on kcoord without a data dir.
+            return f"exit {result.code}: " + re.sub(r'"log_dirs":\[[^\]]*\]', '"log_dirs":[...]', out)
 
         outputs.append(run("unknown-broker", "--execute"))
         outputs.append(run("move", "--execute"))
@@ -88,4 +90,5 @@ def _reassignment(cluster, tmp_path) -> list[str]:
 def test_reassign_partitions_answers_as_on_kafka(reference_kafka_cluster, tmp_path):
     expected = _reassignment(KafkaCluster(reference_kafka_cluster), tmp_path)
     with KcoordCluster() as kcoord:
-        assert _reassignment(kcoord, tmp_path) == expected
+        got = _reassignment(kcoord, tmp_path)
+        assert got == expected, "\n".join(f"kcoord: {g}\nkafka:  {e}" for g, e in zip(got, expected) if g != e)
