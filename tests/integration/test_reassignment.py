@@ -3,7 +3,9 @@ kcoord. As raw requests: a move in progress while a follower throttle holds the 
 Metadata, DescribeLogDirs per broker report it as Kafka does), done once the throttle goes (the
 removed leader hands over), a cancel, and Kafka's refusals. With Kafka's own
 `kafka-reassign-partitions`: --execute with --throttle, --verify in progress then completed
-(the throttles cleared), --cancel, and `kafka-leader-election` after a reordering."""
+(the throttles cleared), --cancel, and `kafka-leader-election` after a reordering. Across restarts
+with a data dir: a move in progress and a broker's own throttle come back, and the move finishes.
+With ACLs on: Alter on the cluster to move, Describe to list."""
 from __future__ import annotations
 
 import json
@@ -61,7 +63,8 @@ def _list(cluster, topics=None):
 def _metadata(cluster, topic: str):
     with Connection.to(cluster.bootstrap) as conn:
         answer = conn.call(3, 12, {"topics": [{"name": topic}], "allow_auto_topic_creation": False})
-    return {p.partition_index: (p.leader_id, list(p.replica_nodes), list(p.isr_nodes))
+    # The ISR is a set: its order is Kafka's history of AlterPartition, kcoord's replica order.
+    return {p.partition_index: (p.leader_id, list(p.replica_nodes), sorted(p.isr_nodes))
             for t in answer.topics for p in t.partitions}
 
 
@@ -108,7 +111,7 @@ def test_a_move_held_by_a_throttle_then_done_then_cancelled_and_kafkas_refusals(
         # Without the throttle it copies at the copy rate; then 0 goes and 2, first in sync, leads.
         _alter_configs(_address(cluster, 2), BROKER, "2", [("follower.replication.throttled.rate", DELETE, None)])
         _wait(lambda: not _list(cluster), "the reassignment never completed")
-        assert _metadata(cluster, topic)[0] == (2, [2, 1], [2, 1])
+        assert _metadata(cluster, topic)[0] == (2, [2, 1], [1, 2])
         assert _log_dir_sizes(cluster, 2, topic) == {0: (size, 0)}
         assert 0 not in _log_dir_sizes(cluster, 0, topic)
 
@@ -119,7 +122,7 @@ def test_a_move_held_by_a_throttle_then_done_then_cancelled_and_kafkas_refusals(
         assert _list(cluster) == {(topic, 1): ([2, 0, 1], [2], [1])}
         assert _alter(cluster, {(topic, 1): None}) == {(topic, 1): ("NONE", None)}
         # As Kafka's PartitionReassignmentRevert: the replicas without the added ones, in their order.
-        assert _list(cluster) == {} and _metadata(cluster, topic)[1] == (1, [0, 1], [1, 0])
+        assert _list(cluster) == {} and _metadata(cluster, topic)[1] == (1, [0, 1], [0, 1])
 
         assert _alter(cluster, {
             (topic, 1): None, (topic, 5): [0], ("nope", 0): [0], (topic, 0): [0, 9],
@@ -185,11 +188,11 @@ def test_kafka_reassign_partitions_executes_verifies_and_cancels_on_kcoord(tmp_p
         assert code == 0 and "Reassignment of partition T-0 is completed." in out, out
         assert "Clearing broker-level throttles on brokers 0,1,2" in out and "Clearing topic-level throttles" in out
         assert _broker_throttles(cluster) == {0: {}, 1: {}, 2: {}}
-        assert _metadata(cluster, topic)[0] == (2, [2, 1], [2, 1])
+        assert _metadata(cluster, topic)[0] == (2, [2, 1], [1, 2])
 
         # The preferred leader of a reordered partition takes over with kafka-leader-election.
         code, out = tool("--reassignment-json-file", _plan(tmp_path, "reorder", topic, {0: [1, 2]}), "--execute")
-        assert code == 0 and _metadata(cluster, topic)[0] == (2, [1, 2], [2, 1]), out
+        assert code == 0 and _metadata(cluster, topic)[0] == (2, [1, 2], [1, 2]), out
         election = tools.run("leader-election", cluster.bootstrap, "--election-type", "preferred",
                              "--topic", topic, "--partition", "0")
         assert election.code == 0, election.stdout + election.stderr
@@ -200,7 +203,7 @@ def test_kafka_reassign_partitions_executes_verifies_and_cancels_on_kcoord(tmp_p
         assert code == 0 and _list(cluster) == {(topic, 1): ([2, 0, 1], [2], [1])}, out
         code, out = tool("--reassignment-json-file", back, "--cancel")
         assert code == 0 and "Successfully cancelled partition reassignment for: T-1" in out, out
-        assert _list(cluster) == {} and _metadata(cluster, topic)[1] == (1, [0, 1], [1, 0])
+        assert _list(cluster) == {} and _metadata(cluster, topic)[1] == (1, [0, 1], [0, 1])
         code, out = tool("--reassignment-json-file", back, "--verify")
         assert "There is no active reassignment of partition T-1, but replica set is 0,1 rather than 2,0" in out, out
 
@@ -232,3 +235,21 @@ def test_reassignments_need_alter_and_listing_needs_describe_on_the_cluster():
             assert alter().error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     finally:
         server.stop()
+
+
+def test_a_move_in_progress_and_a_brokers_throttle_survive_a_restart(tmp_path):
+    settings = {"data_dir": str(tmp_path / "data")}
+    with KcoordCluster(**settings) as cluster:
+        topic = _filled_topic(cluster)
+        _alter_configs(_address(cluster, 2), BROKER, "2", [("follower.replication.throttled.rate", SET, "1")])
+        _alter_configs(cluster.bootstrap, 2, topic, [("follower.replication.throttled.replicas", SET, "*")])
+        assert _alter(cluster, {(topic, 0): [2, 1]}) == {(topic, 0): ("NONE", None)}
+    with KcoordCluster(**settings) as cluster:
+        assert _list(cluster) == {(topic, 0): ([2, 1, 0], [2], [0])}
+        assert _metadata(cluster, topic)[0] == (0, [2, 1, 0], [0, 1])
+        assert _broker_throttles(cluster)[2] == {"follower.replication.throttled.rate": "1"}
+        _alter_configs(_address(cluster, 2), BROKER, "2", [("follower.replication.throttled.rate", DELETE, None)])
+        _wait(lambda: not _list(cluster), "the reassignment never completed after the restart")
+        assert _metadata(cluster, topic)[0] == (2, [2, 1], [1, 2])
+    with KcoordCluster(**settings) as cluster:
+        assert _list(cluster) == {} and _metadata(cluster, topic)[0] == (2, [2, 1], [1, 2])
