@@ -13,6 +13,7 @@ from kcoord.admin.http import AdminHttp
 from kcoord.broker import Broker
 from kcoord.cluster.cluster import Cluster
 from kcoord.cluster.controls import ClusterControls
+from kcoord.cluster.reassignment import ReplicaCopier
 from kcoord.config import ServerConfig, cluster_nodes
 from kcoord.coordinator import build_coordinator
 from kcoord.coordinator.events import SHARE_RECORD_KINDS, EventKind
@@ -161,6 +162,10 @@ class Kcoord:
             lambda action, node_id, details: action == "killed" and (self.share_state.node_lost(node_id),
                                                                      self.shares.node_lost(node_id)))
         dynamic_configs.listeners.append(self._dynamic_configs_changed)
+        self.replica_copier = ReplicaCopier(self.cluster, runtime.timer, config.reassignment_copy_bytes_per_second,
+                                            dynamic_configs.value)
+        for broker in self.brokers:
+            broker.replica_copier = self.replica_copier
         self.storage = None
         # Features add their routes here before start().
         self.http = (AdminHttp(self.config.http_host, self.config.http_port)
@@ -211,6 +216,7 @@ class Kcoord:
             await self._listen(server)
         host, port = self.server.host, self.server.port
         self.controls.schedule_rebalance()
+        self.replica_copier.start()   # reassignments a data dir kept go on
         self.metrics.watch_loop()
         # What node 0 listens on and advertises is also the config's (what `bootstrap` names).
         node = self.cluster.node(self.broker.node_id)
@@ -240,6 +246,7 @@ class Kcoord:
             await self.http.close()
         self.metrics.stop_watching()
         self.controls.cancel()
+        self.replica_copier.cancel()
         for server in self.servers:
             await server.close()
         await self.coordinator.close()

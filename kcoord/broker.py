@@ -41,6 +41,8 @@ class Broker:
         self.transactions = None
         # kcoord.share.manager.ShareManager: the share-partitions, the kcoord's (set by the app).
         self.shares = None
+        # kcoord.cluster.reassignment.ReplicaCopier: the cluster's, set by the app.
+        self.replica_copier = None
         # This broker's own share sessions: a share consumer keeps one with each broker it fetches from.
         self.share_sessions = ShareSessionCache(config.group_share_max_share_sessions, self._share_member_gone)
 

@@ -540,6 +540,13 @@ TABLE: tuple[BrokerConfig, ...] = (
     BrokerConfig("leader.imbalance.per.broker.percentage", "int", "10",
                  "Reported only: a KRaft controller, Kafka's as kcoord's, elects every partition's preferred "
                  "leader back at each check, whatever the share."),
+    # Reassignments (kcoord.cluster.reassignment): per broker, dynamic only, as in Kafka.
+    BrokerConfig("leader.replication.throttled.rate", "long", str(2**63 - 1),
+                 "The bytes per second at most that a broker leading a partition sends to the replicas listed in "
+                 "its topic's leader.replication.throttled.replicas while they copy it.", at_least=0, dynamic=True),
+    BrokerConfig("follower.replication.throttled.rate", "long", str(2**63 - 1),
+                 "The bytes per second at most that a broker copies into its replicas listed in their topic's "
+                 "follower.replication.throttled.replicas.", at_least=0, dynamic=True),
     # The transaction coordinator (kcoord.transaction).
     BrokerConfig("transaction.state.log.replication.factor", "short", "3",
                  "Replicas of __transaction_state, at most one per broker (as __consumer_offsets).",
@@ -751,23 +758,25 @@ def _check_modern_group_configs(c, kind: str) -> None:
 # --- DescribeConfigs -------------------------------------------------------------------------
 
 def describe(cfg, keys=None, include_synonyms: bool = False, include_documentation: bool = False,
-             dynamic=None) -> list[dict]:
+             dynamic=None, node_id: int | None = None) -> list[dict]:
     """DescribeConfigs entries for this broker, built as Kafka's ConfigHelper builds them: the source is
     the first synonym (dynamic value, dynamic default, static file value, else default), read_only is
-    "not dynamically alterable". `dynamic`: kcoord.dynamic_broker_config.DynamicBrokerConfigs."""
-    unknown = dynamic.unknown(dynamic.node) if dynamic is not None else []
+    "not dynamically alterable". `dynamic`: kcoord.dynamic_broker_config.DynamicBrokerConfigs; `node_id`: the
+    broker described (None: the ServerConfig's)."""
+    node = cfg.node_id if node_id is None else node_id
+    unknown = dynamic.unknown(dynamic.node_layer(node)) if dynamic is not None else []
     names = [c.name for c in TABLE] + unknown if keys is None else [k for k in keys if k in BY_NAME or k in unknown]
     entries = []
     for name in names:
         entry = BY_NAME.get(name)
         if entry is None:  # a name Kafka does not know, set dynamically: its value is not shown
-            synonyms = [{"name": name, "value": None, "source": s["source"]} for s in dynamic.synonyms(name)]
+            synonyms = [{"name": name, "value": None, "source": s["source"]} for s in dynamic.synonyms(name, node)]
             entries.append({"name": name, "value": None, "read_only": True, "config_source": synonyms[0]["source"],
                             "is_default": False, "is_sensitive": False,
                             "synonyms": synonyms if include_synonyms else [], "config_type": CONFIG_TYPE_CODES["string"],
                             "documentation": None})
             continue
-        synonyms = synonyms_of(cfg, entry, dynamic)
+        synonyms = synonyms_of(cfg, entry, dynamic, node)
         source = synonyms[0]["source"] if synonyms else DEFAULT_CONFIG
         value = synonyms[0]["value"] if synonyms else entry.to_string(entry.value(cfg))
         entries.append({
@@ -780,11 +789,11 @@ def describe(cfg, keys=None, include_synonyms: bool = False, include_documentati
     return entries
 
 
-def synonyms_of(cfg, entry: BrokerConfig, dynamic=None) -> list[dict]:
+def synonyms_of(cfg, entry: BrokerConfig, dynamic=None, node_id: int | None = None) -> list[dict]:
     """Kafka's synonyms of broker config `entry`, first the one in force: its dynamic value, its
     dynamic default, its static value, its default (those it has)."""
     name = entry.name
-    dynamic_synonyms = dynamic.synonyms(name) if dynamic is not None else []
+    dynamic_synonyms = dynamic.synonyms(name, node_id) if dynamic is not None else []
     if dynamic is not None and name in dynamic.static:
         value = entry.to_string(dynamic.static[name])
     else:

@@ -62,6 +62,9 @@ class ServerConfig:
     # How long a broker takes to load the groups of a __consumer_offsets partition it comes to
     # lead (COORDINATOR_LOAD_IN_PROGRESS meanwhile): kcoord's, Kafka's depends on the log.
     coordinator_load_ms: int = 100
+    # How fast a replica being added by a reassignment copies its partition (kcoord's own: Kafka's
+    # is its network's and disks'), before the replication throttles.
+    reassignment_copy_bytes_per_second: int = 10 * 1024 * 1024
     data_dir: str | None = None               # None: state lives in memory only
     fsync: str = "interval"                   # always | interval | never (see kcoord.storage.record_log)
     fsync_interval_ms: int = 100

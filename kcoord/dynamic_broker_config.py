@@ -1,7 +1,7 @@
 """Dynamic broker configs: AlterConfigs and IncrementalAlterConfigs on a BROKER resource.
 
-As Kafka's DynamicBrokerConfig: a config set on the resource named by this node's id is a
-DYNAMIC_BROKER_CONFIG, one set on the resource "" (the cluster-wide default) a
+As Kafka's DynamicBrokerConfig: a config set on the resource named by a broker's node id (on
+that broker's listener) is that broker's DYNAMIC_BROKER_CONFIG, one set on the resource "" (the cluster-wide default) a
 DYNAMIC_DEFAULT_BROKER_CONFIG; the value in force is the first of dynamic, dynamic default,
 static (--config, --config-file, flags) and default. Only the configs Kafka 4.3.1 lets a
 running broker change are accepted (`DYNAMIC` below; the reference Kafka was asked), with
@@ -27,8 +27,10 @@ FILE_NAME = "broker-configs.json"
 DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 2, 3
 
 # What kcoord models and Kafka 4.3.1 lets AlterConfigs change: the connection limits (applied to
-# the listener at once) and two configs kcoord only reports.
-DYNAMIC = frozenset({"max.connections", "max.connections.per.ip", "message.max.bytes", "min.insync.replicas"})
+# the listener at once), two configs kcoord only reports, and the replication throttles (per
+# broker: kcoord.cluster.reassignment reads them for the broker a replica copies from or to).
+DYNAMIC = frozenset({"max.connections", "max.connections.per.ip", "message.max.bytes", "min.insync.replicas",
+                     "leader.replication.throttled.rate", "follower.replication.throttled.rate"})
 # Kafka changes these per broker only (DynamicBrokerConfig.PerBrokerConfigs).
 PER_BROKER_ONLY = frozenset({"listeners", "sasl.enabled.mechanisms"})
 # Dynamic in Kafka, but kcoord does not rebind its listener or its SASL gate at run time.
@@ -58,7 +60,9 @@ class DynamicBrokerConfigs:
 
     def __init__(self, cfg, data_dir: str | None = None):
         self.cfg = cfg
-        self.node: dict[str, str] = {}      # name -> value, set on this node's resource
+        # node id (as the resource names it) -> name -> value, set on that broker's resource; the
+        # ServerConfig takes the values of its own node id's (the process-wide settings).
+        self.nodes: dict[str, dict[str, str]] = {}
         self.default: dict[str, str] = {}   # name -> value, set on the cluster default resource ""
         # What the configs were at start (static or default): what a deleted dynamic value falls back to.
         self.static = {e.name: e.value(cfg) for e in bc.TABLE if e.name in DYNAMIC and e.settable}
@@ -70,27 +74,43 @@ class DynamicBrokerConfigs:
         if self.path is None or not self.path.exists():
             return
         data = json.loads(self.path.read_text(encoding="utf-8"))
-        self.node, self.default = dict(data.get("node", {})), dict(data.get("default", {}))
+        # "node": the one broker's layer, as kcoord kept it before it served several brokers.
+        self.nodes = {k: dict(v) for k, v in data.get("nodes", {str(self.cfg.node_id): data.get("node", {})}).items()}
+        self.default = dict(data.get("default", {}))
         self._apply()
 
     def _save(self) -> None:
         if self.path is None:
             return
-        write_durably(self.path, {"node": self.node, "default": self.default})
+        write_durably(self.path, {"nodes": self.nodes, "default": self.default})
+
+    @property
+    def node(self) -> dict[str, str]:
+        return self.node_layer(self.cfg.node_id)
+
+    def node_layer(self, node_id) -> dict[str, str]:
+        return self.nodes.get(str(node_id), {})
+
+    def value(self, node_id: int, name: str) -> str | None:
+        """The dynamic value of `name` in force on broker `node_id` (None: none set)."""
+        return self.node_layer(node_id).get(name, self.default.get(name))
 
     # --- changes ---
     def layer(self, resource_name: str) -> dict[str, str]:
-        return self.default if resource_name == "" else self.node
+        return self.default if resource_name == "" else self.node_layer(resource_name)
 
-    def check_resource(self, resource_name: str) -> None:
-        if resource_name != "" and resource_name != str(self.cfg.node_id):
+    def check_resource(self, resource_name: str, node_id: int | None = None) -> None:
+        """`node_id`: the broker whose listener got the request (None: the ServerConfig's)."""
+        own = self.cfg.node_id if node_id is None else node_id
+        if resource_name != "" and resource_name != str(own):
             raise BrokerConfigChangeError(
-                "INVALID_REQUEST", f"Unexpected broker id, expected {self.cfg.node_id}, but received {resource_name}")
+                "INVALID_REQUEST", f"Unexpected broker id, expected {own}, but received {resource_name}")
 
-    def incremental(self, resource_name: str, ops: list[tuple[str, int, str | None]]) -> dict[str, str]:
+    def incremental(self, resource_name: str, ops: list[tuple[str, int, str | None]],
+                    node_id: int | None = None) -> dict[str, str]:
         """The resource's dynamic configs after SET/DELETE/APPEND/SUBTRACT `ops`, checked as Kafka
         checks them; nothing changes until `replace`."""
-        self.check_resource(resource_name)
+        self.check_resource(resource_name, node_id)
         out = dict(self.layer(resource_name))
         for name, op, value in ops:
             entry = bc.BY_NAME.get(name)
@@ -148,7 +168,7 @@ class DynamicBrokerConfigs:
         if resource_name == "":
             self.default = dict(configs)
         else:
-            self.node = dict(configs)
+            self.nodes[resource_name] = dict(configs)
         self._save()
         self._apply()
 
@@ -164,10 +184,11 @@ class DynamicBrokerConfigs:
             listener(self.cfg)
 
     # --- DescribeConfigs ---
-    def synonyms(self, name: str) -> list[dict]:
+    def synonyms(self, name: str, node_id: int | None = None) -> list[dict]:
         out = []
-        if name in self.node:
-            out.append({"name": name, "value": self.node[name], "source": DYNAMIC_BROKER_CONFIG})
+        node = self.node if node_id is None else self.node_layer(node_id)
+        if name in node:
+            out.append({"name": name, "value": node[name], "source": DYNAMIC_BROKER_CONFIG})
         if name in self.default:
             out.append({"name": name, "value": self.default[name], "source": DYNAMIC_DEFAULT_BROKER_CONFIG})
         return out

@@ -60,14 +60,14 @@ ESTIMATES = {
     "connect": 450,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
                                   # reference Kafka of its own, eager and sessioned (166 s serially), rolling
                                   # restart (73 s), kcoord restarted under workers x2 (62 s), 2026-11-24
-    "reference-kafka-cluster": 460,  # the three-node reference Kafka (reference_kafka_cluster): start ~12 s, the smoke
+    "reference-kafka-cluster": 500,  # the three-node reference Kafka (reference_kafka_cluster): start ~12 s, the smoke
                                      # test's kill, restart and controlled shutdown ~25 s (~40 s serially, 2026-11-26);
                                      # `kcoord partition balance` against a controlled shutdown, then the restart ~20 s;
                                      # the failover scenarios, each on a three-broker kcoord and then on the cluster,
                                      # through the cluster proxy (serially, kcoord / Kafka: rolling bounce 18-25 / 62-70 s,
                                      # kill 34-81 / 35-51 s, parked join 10-18 / 16-28 s; 2026-11-26), Connect [kafka]
-                                     # ~40 s, leadership answers ~25 s, the cluster tools ~25 s; the group's files ran
-                                     # 6 min serially
+                                     # ~40 s, leadership answers ~25 s, the cluster tools ~25 s, kafka-reassign-partitions
+                                     # on both ~40 s (2026-11-26, under load); the group's files ran 6 min serially
     "streams-kafka": 185,         # test_streams_groups.py [kafka]: streams groups (KIP-1071) with Kafka Streams JVMs on a
                                   # Kafka of their own with 20 s streams sessions: scale out/in, kills, restarts, a
                                   # standby's promotion, a classic static restart (~200 s serially, 2026-11-26)

@@ -12,7 +12,7 @@ def _pairs(res) -> list[tuple[str, str | None]]:
 
 async def alter_configs(ctx, req):
     def broker(dynamic, res):
-        dynamic.check_resource(res.resource_name)
+        dynamic.check_resource(res.resource_name, ctx.broker.node_id)
         configs = {c.name: c.value for c in res.configs}
         dynamic.validate(res.resource_name, configs)
         return configs

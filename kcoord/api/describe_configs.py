@@ -56,7 +56,8 @@ async def describe_configs(ctx, req):
             else:
                 r["configs"] = broker_config.describe(
                     ctx.broker.config, res.configuration_keys, include_synonyms=req.get("include_synonyms", False),
-                    include_documentation=req.get("include_documentation", False), dynamic=dynamic)
+                    include_documentation=req.get("include_documentation", False), dynamic=dynamic,
+                    node_id=ctx.broker.node_id)
         elif res.resource_type == client_metrics.RESOURCE_TYPE:
             try:
                 r["configs"] = ctx.broker.client_metrics.describe(

@@ -1,5 +1,7 @@
-"""DescribeLogDirs: one log dir holds every partition; a partition's size is the bytes of
-the batches kcoord keeps for it."""
+"""DescribeLogDirs: each broker's one log dir holds the partitions it has a replica of; a
+replica's size is the bytes of the batches kcoord keeps for the partition, or, on a broker
+still copying it for a reassignment, what it has copied so far (and its offset lag the
+offsets not yet copied)."""
 import os
 import shutil
 
@@ -22,24 +24,40 @@ def _log_dir(config) -> tuple[str, int, int]:
     return path, usage.total, usage.free
 
 
-def _entry(partition) -> dict:
-    # Nothing replicates and nothing moves between dirs: no lag, never a future log.
-    return {"partition_index": partition.index, "partition_size": partition.size_bytes(),
-            "offset_lag": 0, "is_future_key": False}
+def _copied(partition, node_id: int) -> tuple[int, int]:
+    """The replica's size and offset lag on `node_id`: the whole partition with no lag once in
+    sync; while it is being added, the batches copied so far and the offsets after them."""
+    if node_id not in partition.copied:
+        return partition.size_bytes(), 0
+    budget, reached = int(partition.copied.get(node_id, 0)), partition.log_start_offset
+    size = 0
+    for batch in partition.batches:
+        if size + len(batch.data) > budget:
+            break
+        size += len(batch.data)
+        reached = batch.last_offset + 1
+    return budget, max(partition.high_watermark - reached, 0)
+
+
+def _entry(partition, node_id: int) -> dict:
+    # Nothing moves between a broker's dirs: never a future log.
+    size, lag = _copied(partition, node_id)
+    return {"partition_index": partition.index, "partition_size": size, "offset_lag": lag, "is_future_key": False}
 
 
 async def describe_log_dirs(ctx, req):
     store = ctx.broker.topics
+    node_id = ctx.broker.node_id
+    # As Kafka: topics and partitions this broker holds no replica of are left out, silently.
     if req.topics is None:
-        topics = [{"name": t.name, "partitions": [_entry(p) for p in t.partitions]} for t in store.topics.values()]
+        wanted = [(t.name, t.partitions) for t in store.topics.values()]
     else:
-        topics = []
-        for t in req.topics:
-            # As Kafka: topics and partitions this broker does not hold are left out, silently.
-            found = [store.partition(t.topic, i) for i in t.partitions]
-            kept = [_entry(p) for p in found if p is not None]
-            if kept:
-                topics.append({"name": t.topic, "partitions": kept})
+        wanted = [(t.topic, [store.partition(t.topic, i) for i in t.partitions]) for t in req.topics]
+    topics = []
+    for name, partitions in wanted:
+        kept = [_entry(p, node_id) for p in partitions if p is not None and node_id in p.replicas]
+        if kept:
+            topics.append({"name": name, "partitions": kept})
     name, total, usable = _log_dir(ctx.broker.config)
     return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "results": [
         {"error_code": ErrorCode.NONE, "log_dir": name, "topics": topics,

@@ -11,7 +11,7 @@ def _ops(res) -> list[tuple[str, int, str | None]]:
 
 async def incremental_alter_configs(ctx, req):
     return change_configs(ctx, req, lambda current, res: altered(current, _ops(res)),
-                          lambda dynamic, res: dynamic.incremental(res.resource_name, _ops(res)),
+                          lambda dynamic, res: dynamic.incremental(res.resource_name, _ops(res), ctx.broker.node_id),
                           lambda current, res: _ops(res))
 
 

@@ -86,6 +86,9 @@ def _serve_parser(sub) -> None:
     cl.add_argument("--coordinator-load-ms", type=_at_least(0), default=100,
                     help="how long a broker takes to load the groups of a __consumer_offsets partition it comes "
                          "to lead; group requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS (default %(default)s)")
+    cl.add_argument("--reassignment-copy-rate", type=_at_least(1), default=10 * 1024 * 1024, metavar="BYTES_PER_S",
+                    help="how fast a replica added by a partition reassignment copies the partition, before the "
+                         "replication throttles (default %(default)s)")
     lim = p.add_argument_group("limits without a Kafka name")
     lim.add_argument("--max-buffered-request-bytes", type=_at_least(1), default=64 * 1024,
                      help="pipelined request bytes read ahead per connection (default %(default)s)")
@@ -231,6 +234,7 @@ def _apply_cluster_args(cfg: ServerConfig, args) -> None:
     if cfg.brokers > 1 and cfg.listen_port and cfg.listen_port + cfg.brokers - 1 > 65535:
         raise BadInput(f"--brokers {cfg.brokers} from port {cfg.listen_port}: ports run past 65535")
     cfg.coordinator_load_ms = args.coordinator_load_ms
+    cfg.reassignment_copy_bytes_per_second = args.reassignment_copy_rate
 
 
 class BadInput(Exception):

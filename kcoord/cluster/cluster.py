@@ -14,7 +14,12 @@ leadership is what moves it in Kafka:
 - a broker that starts again rejoins the ISR of its replicas (caught up at once) and leads
   only the partitions left without a leader, until a preferred-leader election (ElectLeaders,
   `auto.leader.rebalance.enable`) or an explicit move gives it back its own;
-- every leader change bumps the partition's leader epoch.
+- every leader change bumps the partition's leader epoch;
+- a reassignment (AlterPartitionReassignments) goes as Kafka's controller takes it: the
+  partition's replicas become the target followed by the replicas being removed, the new ones
+  are `adding` until they have copied the partition (kcoord.cluster.reassignment) and joined
+  the ISR, then the removed ones go, the leader moves to the first in-sync target replica if it
+  was itself removed, and the leader epoch is bumped when any replica left.
 
 Who listens (the group coordinator's partitions loading and unloading, durable state, the
 journal) is told of each change after it is made. The active controller is the lowest
@@ -27,7 +32,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from kcoord.cluster.placement import assign_replicas
+from kcoord.cluster.placement import PlacementError, assign_replicas, check_assignment
 
 log = logging.getLogger("kcoord.cluster")
 
@@ -64,6 +69,14 @@ class LeaderChange:
     new_leader: int
     epoch: int
     reason: str
+
+
+class ReassignmentError(Exception):
+    """A reassignment Kafka's controller refuses: `code_name` an ErrorCode name, its message."""
+
+    def __init__(self, code_name: str, message: str):
+        super().__init__(message)
+        self.code_name = code_name
 
 
 class Cluster:
@@ -171,7 +184,8 @@ class Cluster:
         for topic, partition in self._partitions():
             if node_id not in partition.replicas:
                 continue
-            if node_id not in partition.isr:
+            # A replica a reassignment brought has not copied the partition yet: it stays out of the ISR.
+            if node_id not in partition.isr and node_id not in partition.copied:
                 partition.isr = [b for b in partition.replicas if b in partition.isr or b == node_id]
                 self._isr_changed(topic, partition)
             if partition.leader == NO_LEADER and self.is_serving(node_id):
@@ -222,7 +236,8 @@ class Cluster:
         replica is back in its partitions' ISR (they share one log), and each partition whose
         leader does not serve gets the first replica that does."""
         for topic, partition in self._partitions():
-            isr = [b for b in partition.replicas if b in partition.isr or self.is_serving(b)]
+            isr = [b for b in partition.replicas
+                   if b in partition.isr or (self.is_serving(b) and b not in partition.copied)]
             if isr != partition.isr:
                 partition.isr = isr
                 self._isr_changed(topic, partition)
@@ -234,6 +249,104 @@ class Cluster:
                 partition.isr = [chosen]
                 self._isr_changed(topic, partition)
             self._set_leader(topic, partition, chosen, reason)
+
+    # ------------------------------------------------------------ reassignments
+    def _partition_or_fail(self, topic: str, index: int):
+        if self.topics is None or self.topics.get(topic) is None:
+            raise ReassignmentError("UNKNOWN_TOPIC_OR_PARTITION", f"Unable to find a topic named {topic}.")
+        partition = self.topics.partition(topic, index)
+        if partition is None:
+            raise ReassignmentError("UNKNOWN_TOPIC_OR_PARTITION", f"Unable to find partition {topic}:{index}.")
+        return partition
+
+    def _check_target(self, target: list[int]) -> None:
+        try:
+            check_assignment({0: target}, set(self.nodes))
+        except PlacementError as err:
+            raise ReassignmentError(err.code_name, str(err)) from None
+
+    def reassign(self, topic: str, index: int, target: list[int], allow_rf_change: bool = True) -> None:
+        """Start moving the partition to `target` (or finish at once where nothing needs copying);
+        ReassignmentError with Kafka's code and message otherwise."""
+        partition = self._partition_or_fail(topic, index)
+        self._check_target(target)
+        if not allow_rf_change:
+            current = len(set(partition.replicas) - set(partition.removing))
+            if current != len(target):
+                raise ReassignmentError("INVALID_REPLICATION_FACTOR",
+                                        f"The replication factor is changed from {current} to {len(target)}")
+        removing = sorted(set(partition.replicas) - set(target))
+        adding = sorted(set(target) - set(partition.replicas))
+        before = list(partition.replicas)
+        partition.replicas = list(target) + removing
+        partition.removing, partition.adding = removing, adding
+        # Every replica out of the ISR catches up, as a Kafka follower fetches whatever the
+        # reassignment calls it: a target resubmitted mid-move no longer counts a replica already
+        # in the list as adding, yet it still has to copy the partition.
+        partition.copied = {b: partition.copied.get(b, 0) for b in partition.replicas
+                            if b not in partition.isr and (b in adding or b in partition.copied)}
+        log.info("partition %s-%d: reassigning %s -> %s (adding %s, removing %s)", topic, index, before,
+                 list(target), adding, removing)
+        self._settle(topic, partition, before, "reassignment")
+
+    def cancel_reassignment(self, topic: str, index: int) -> None:
+        """Back to the replicas before the reassignment (Kafka's PartitionReassignmentRevert)."""
+        partition = self._partition_or_fail(topic, index)
+        if not partition.adding and not partition.removing:
+            raise ReassignmentError("NO_REASSIGNMENT_IN_PROGRESS", "No partition reassignment is in progress.")
+        isr = [b for b in partition.isr if b not in partition.adding]
+        if not isr:
+            # kcoord has no unclean.leader.election.enable (false in Kafka by default).
+            raise ReassignmentError("INVALID_REPLICA_ASSIGNMENT", f"Unable to revert partition assignment for "
+                                    f"{topic}:{index} because it would require an unclean leader election.")
+        before = list(partition.replicas)
+        partition.replicas = [b for b in partition.replicas if b not in partition.adding]
+        partition.isr = isr
+        partition.copied = {b: copied for b, copied in partition.copied.items() if b in partition.replicas}
+        partition.adding, partition.removing = [], []
+        log.info("partition %s-%d: reassignment cancelled, back on %s", topic, index, partition.replicas)
+        self._settle(topic, partition, before, "reassignment cancelled")
+
+    def replica_caught_up(self, topic: str, partition, node_id: int) -> None:
+        """A replica a reassignment brought has copied the partition: it joins the ISR, which may
+        finish the move."""
+        if partition.copied.pop(node_id, None) is None or node_id in partition.isr:
+            return
+        partition.isr = [b for b in partition.replicas if b in partition.isr or b == node_id]
+        before = list(partition.replicas)
+        self._settle(topic, partition, before, "reassignment")
+
+    def reassigning(self) -> list[tuple[str, object]]:
+        return [(t, p) for t, p in self._partitions() if p.adding or p.removing]
+
+    def catching_up(self) -> list[tuple[str, object]]:
+        """The partitions with replicas a reassignment brought that are still copying."""
+        return [(t, p) for t, p in self._partitions() if p.copied]
+
+    def _settle(self, topic: str, partition, before: list[int], reason: str) -> None:
+        """Finish the reassignment if its ISR allows (PartitionReassignmentReplicas.
+        maybeCompleteReassignment), elect a leader if the current one may no longer lead, bump the
+        leader epoch if a replica left, and tell the listeners."""
+        if partition.adding or partition.removing:
+            isr = [b for b in partition.isr if b not in partition.removing]
+            replicas = [b for b in partition.replicas if b not in partition.removing]
+            done = (isr and replicas and all(b in isr for b in partition.adding)
+                    and not (len(partition.adding) < len(partition.removing) and not all(b in isr for b in replicas)))
+            if done:
+                partition.replicas, partition.isr = replicas, isr
+                partition.adding, partition.removing = [], []
+                # One resubmitted mid-move may still be copying, out of the ISR, as on Kafka.
+                partition.copied = {b: copied for b, copied in partition.copied.items() if b in replicas}
+                log.info("partition %s-%d: reassignment complete on %s", topic, partition.index, replicas)
+        leader = partition.leader
+        if leader not in partition.isr or not self.is_serving(leader):
+            leader = next((b for b in partition.replicas if b in partition.isr and self.is_serving(b)), NO_LEADER)
+        if leader != partition.leader:
+            self._set_leader(topic, partition, leader, reason)
+        elif not set(before) <= set(partition.replicas):
+            # Kafka bumps the leader epoch when a replica leaves, so the old one's fetches are fenced.
+            partition.set_leader(partition.leader)
+        self._isr_changed(topic, partition)
 
     def imbalanced(self) -> list[tuple[str, int]]:
         """Partitions whose preferred leader serves, is in sync and does not lead."""

@@ -101,9 +101,11 @@ def assign_replicas(brokers: Sequence[tuple[int, str | None]], partitions: int, 
 
 
 def check_assignment(assignments: dict[int, Sequence[int]], registered: set[int], first_partition: int = 0,
-                     replication_factor: int | None = None) -> list[list[int]]:
-    """Replicas chosen by a client (CreateTopics, CreatePartitions), checked as Kafka's controller
-    checks them: partition index -> broker ids, in index order, or PlacementError."""
+                     replication_factor: int | None = None, same_size: bool = True) -> list[list[int]]:
+    """Replicas chosen by a client (CreateTopics, CreatePartitions, AlterPartitionReassignments),
+    checked as Kafka's controller checks them: partition index -> broker ids, in index order, or
+    PlacementError. `same_size`: every partition has as many replicas (not so once reassignments
+    have changed some)."""
     out = []
     for index in range(first_partition, first_partition + len(assignments)):
         if index not in assignments:
@@ -126,7 +128,8 @@ def check_assignment(assignments: dict[int, Sequence[int]], registered: set[int]
             raise PlacementError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes a "
                                  f"partition with {len(replicas)} replica(s), but this is not consistent with "
                                  f"previous partitions, which have {replication_factor} replica(s).")
-        replication_factor = len(replicas)
+        if same_size:
+            replication_factor = len(replicas)
         out.append(replicas)
     return out
 

@@ -3,6 +3,7 @@
 Values are Kafka's defaults; kcoord applies none of the retention or segment
 settings (the log lives in memory), it only reports them so admin tools work.
 """
+import re
 
 TOPIC_DEFAULTS: dict[str, str] = {
     "cleanup.policy": "delete",
@@ -11,6 +12,8 @@ TOPIC_DEFAULTS: dict[str, str] = {
     "file.delete.delay.ms": "60000",
     "flush.messages": "9223372036854775807",
     "flush.ms": "9223372036854775807",
+    "follower.replication.throttled.replicas": "",
+    "leader.replication.throttled.replicas": "",
     "max.compaction.lag.ms": "9223372036854775807",
     "max.message.bytes": "1048588",
     "message.timestamp.after.max.ms": "9223372036854775807",
@@ -33,7 +36,8 @@ TOPIC_DEFAULTS: dict[str, str] = {
 _BOOLEAN, _STRING, _INT, _LONG, _DOUBLE, _LIST = 1, 2, 3, 5, 6, 7
 
 _TYPES = {
-    "cleanup.policy": _LIST, "compression.type": _STRING, "message.timestamp.type": _STRING,
+    "cleanup.policy": _LIST, "leader.replication.throttled.replicas": _LIST,
+    "follower.replication.throttled.replicas": _LIST, "compression.type": _STRING, "message.timestamp.type": _STRING,
     "min.cleanable.dirty.ratio": _DOUBLE, "preallocate": _BOOLEAN, "unclean.leader.election.enable": _BOOLEAN,
     "max.message.bytes": _INT, "min.insync.replicas": _INT, "segment.bytes": _INT, "segment.index.bytes": _INT,
 }
@@ -82,12 +86,32 @@ def check_topic_config(name: str, value: str | None) -> None:
     elif kind == _BOOLEAN:
         if text.lower() not in ("true", "false"):
             raise _invalid(name, value, "Expected value to be either true or false")
+    if name in THROTTLED_REPLICAS and not _throttled_list_ok(text):
+        # Kafka's validator sees the parsed list, and names it as Java prints a list.
+        shown = "[" + ", ".join(i.strip() for i in text.split(",")) + "]"
+        raise _invalid(name, shown, f"{name} must be the literal '*' or a list of replicas in the following format: "
+                                    "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
     if name in _CHOICES:
         items = [i.strip() for i in text.split(",")] if kind == _LIST else [text]
         if any(i not in _CHOICES[name] for i in items):
             bad = next(i for i in items if i not in _CHOICES[name])
             raise _invalid(name, bad if kind == _LIST else value,
                            f"String must be one of: {', '.join(_CHOICES[name])}")
+
+
+THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def _throttled_list_ok(text: str) -> bool:
+    items = [i.strip() for i in text.split(",")]
+    return "".join(items) == "*" or all(_REPLICA.fullmatch(i) for i in items)
+
+
+def throttles(configs: dict[str, str], name: str, partition: int, broker: int) -> bool:
+    """Whether a topic's `name` (one of THROTTLED_REPLICAS) lists the replica `partition:broker`."""
+    items = [i.strip() for i in configs.get(name, "").split(",")]
+    return "".join(items) == "*" or f"{partition}:{broker}" in items
 
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3

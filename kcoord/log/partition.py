@@ -90,6 +90,13 @@ class Partition:
         self.replicas: list[int] = [leader]
         self.isr: list[int] = [leader]
         self.leader = leader
+        # A reassignment in progress (kcoord.cluster): the replicas being added (in `replicas`,
+        # not yet caught up) and being removed (still in `replicas` until the adding ones are in
+        # sync); the bytes copied so far by each replica that catches up (out of the ISR).
+        # Restored ones start over: progress is not kept.
+        self.adding: list[int] = []
+        self.removing: list[int] = []
+        self.copied: dict[int, int] = {}
         self.leader_epoch = 0
         # (epoch, the offset its first record got or will get), oldest first: Kafka's leader
         # epoch cache, which OffsetForLeaderEpoch reads.
@@ -353,6 +360,12 @@ class Partition:
         """Put back the leader, epoch, ISR and epoch history kept before a restart."""
         self.leader, self.leader_epoch, self.isr = leader, epoch, list(isr)
         self.epochs = [tuple(e) for e in epochs]
+
+    def restore_replicas(self, replicas: list[int] | None, adding: list[int], removing: list[int]) -> None:
+        """Put back the replicas a reassignment left (None: kept by an older kcoord, which had none)."""
+        if replicas is not None:
+            self.replicas, self.adding, self.removing = list(replicas), list(adding), list(removing)
+            self.copied = {b: 0 for b in self.replicas if b not in self.isr} if adding or removing else {}
 
     def end_of_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch, as Kafka's leader epoch cache answers:

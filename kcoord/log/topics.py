@@ -72,11 +72,12 @@ class TopicStore:
     # -- topics ---------------------------------------------------------------
     def create(self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None,
                topic_id: uuid.UUID | None = None, replication_factor: int | None = None,
-               assignment: list[list[int]] | None = None) -> Topic:
+               assignment: list[list[int]] | None = None, restored: bool = False) -> Topic:
         """A new topic. `partitions`/`replication_factor` None or -1: the broker's defaults (an
         internal topic's own settings); `assignment`: each partition's replicas, chosen by the
-        caller (else placed by the cluster)."""
-        replicas, configs = self.plan(name, partitions, configs, replication_factor, assignment)
+        caller (else placed by the cluster); `restored`: a topic a data dir kept, whose partitions'
+        replica counts reassignments may have made differ."""
+        replicas, configs = self.plan(name, partitions, configs, replication_factor, assignment, restored)
         topic = Topic(name, topic_id or uuid.uuid4(), self._partitions(0, replicas), dict(configs or {}))
         self.topics[name] = topic
         self._by_id[topic.topic_id] = topic
@@ -85,8 +86,8 @@ class TopicStore:
         return topic
 
     def plan(self, name: str, partitions: int | None = None, configs: dict[str, str] | None = None,
-             replication_factor: int | None = None, assignment: dict[int, list[int]] | None = None
-             ) -> tuple[list[list[int]], dict[str, str] | None]:
+             replication_factor: int | None = None, assignment: dict[int, list[int]] | None = None,
+             restored: bool = False) -> tuple[list[list[int]], dict[str, str] | None]:
         """What `create` would make of these arguments, without making it: each partition's
         replicas and the topic's configs; TopicError with Kafka's code and words otherwise."""
         validate_topic_name(name)
@@ -97,17 +98,17 @@ class TopicStore:
             partitions, replication_factor = internal.partitions, internal.replication_factor
             configs = {**internal.configs, **(configs or {})}
         if assignment:
-            return self._check_assignment(assignment), configs
+            return self._check_assignment(assignment, same_size=not restored), configs
         n = self.default_partitions if partitions in (None, -1) else partitions
         if n <= 0:
             raise TopicError("INVALID_PARTITIONS", f"number of partitions must be positive, got {n}")
         return self._place(name, n, replication_factor), configs
 
     def _check_assignment(self, assignment: dict[int, list[int]], first: int = 0,
-                          replication_factor: int | None = None) -> list[list[int]]:
+                          replication_factor: int | None = None, same_size: bool = True) -> list[list[int]]:
         registered = {n for n, _ in self.cluster.registered()} if self.cluster is not None else {0}
         try:
-            replicas = check_assignment(assignment, registered, first, replication_factor)
+            replicas = check_assignment(assignment, registered, first, replication_factor, same_size)
         except PlacementError as err:
             raise TopicError(err.code_name, str(err)) from None
         for index, rs in enumerate(replicas, first):

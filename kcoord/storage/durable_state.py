@@ -69,8 +69,11 @@ def _topic_payload(topic, configs: dict[str, str] | None = None, added=()) -> by
 
 
 def _leadership_payload(topic: str, partition) -> bytes:
+    # The replicas too: a reassignment changes them (and the ones being added and removed) after
+    # the topic's T record; the copying's progress is not kept.
     return _json(b"L", {"t": topic, "p": partition.index, "l": partition.leader, "e": partition.leader_epoch,
-                        "isr": partition.isr, "epochs": partition.epochs})
+                        "isr": partition.isr, "epochs": partition.epochs, "replicas": partition.replicas,
+                        "adding": partition.adding, "removing": partition.removing})
 
 
 class _Legacy:
@@ -195,11 +198,12 @@ class DurableState:
                 # Written by a kcoord with other brokers (or before replicas were kept): placed anew.
                 replicas = None
             topic = self.topics.create(t["name"], t["partitions"], t["configs"], uuid.UUID(t["id"]),
-                                       assignment=dict(enumerate(replicas)) if replicas else None)
+                                       assignment=dict(enumerate(replicas)) if replicas else None, restored=True)
             for partition in topic.partitions:
                 held = leadership.get((topic.name, partition.index))
-                if held is not None and replicas:
+                if held is not None and replicas and all(b in registered for b in held.get("replicas", ())):
                     partition.restore_leadership(held["l"], held["e"], held["isr"], held["epochs"])
+                    partition.restore_replicas(held.get("replicas"), held.get("adding", []), held.get("removing", []))
                 for data in batches.get((topic.name, partition.index), ()):
                     partition.restore(data)
                     self.loaded["batches"] += 1
@@ -347,7 +351,8 @@ class DurableState:
             yield _topic_payload(topic)
             name = topic.name.encode()
             for partition in topic.partitions:
-                if partition.leader_epoch > 0 or partition.isr != partition.replicas:
+                if partition.leader_epoch > 0 or partition.isr != partition.replicas or partition.adding \
+                        or partition.removing:
                     yield _leadership_payload(topic.name, partition)
                 head = b"B" + _BATCH.pack(len(name)) + name + struct.pack(">i", partition.index)
                 for batch in partition.batches:

@@ -79,18 +79,20 @@ def wait_group(bootstrap: str, group: str, timeout: float = 30.0, state: str | N
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1, timeout: float = 30.0, *,
-                 replication_factor: int = 1, wait: bool = True) -> None:
-    """CreateTopics (replication factor 1 unless given); an existing topic is an error. With
-    `wait`, until `bootstrap` leads every partition, as a single broker does (a cluster's
-    partitions are led by several: ReferenceKafkaCluster.create_topic waits on each leader)."""
+                 replication_factor: int = 1, wait: bool = True, assignment: list[list[int]] | None = None) -> None:
+    """CreateTopics (replication factor 1 unless given; `assignment`: each partition's replicas,
+    instead of `partitions` and the factor); an existing topic is an error. With `wait`, until
+    `bootstrap` leads every partition, as a single broker does (a cluster's partitions are led by
+    several: ReferenceKafkaCluster.create_topic waits on each leader)."""
     from kcoord.protocol_client import Connection, ProtocolError
     from wire.errors import ErrorCode
 
     with Connection.to(bootstrap, timeout) as conn:
         v = conn.version(19, 5, 2)
-        answer = conn.call(19, v, {"topics": [{"name": topic, "num_partitions": partitions,
-                                               "replication_factor": replication_factor,
-                                               "assignments": [], "configs": []}],
+        assignments = [{"partition_index": i, "broker_ids": rs} for i, rs in enumerate(assignment or ())]
+        answer = conn.call(19, v, {"topics": [{"name": topic, "num_partitions": -1 if assignment else partitions,
+                                               "replication_factor": -1 if assignment else replication_factor,
+                                               "assignments": assignments, "configs": []}],
                                    "timeout_ms": int(timeout * 1000), "validate_only": False})
         [result] = answer.topics
         if result.error_code:

@@ -41,6 +41,7 @@ TOOLS = {
     "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "client-metrics": "org.apache.kafka.tools.ClientMetricsCommand",
     "leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
+    "reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "transactions": "org.apache.kafka.tools.TransactionsCommand",
 }
 # Each run is a fresh short-lived JVM: the C1-only JIT, the serial GC and the CDS

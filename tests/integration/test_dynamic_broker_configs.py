@@ -66,7 +66,8 @@ def test_which_broker_configs_change_at_run_time_and_the_errors(broker_any):
             for resource in (node, ""):
                 assert _inc(conn, resource, [(name, SET, "1")], validate_only=True) == (
                     "INVALID_REQUEST", f"Cannot update these configs dynamically: [{name}]"), (name, resource)
-        for name in ("max.connections", "max.connections.per.ip", "message.max.bytes"):
+        for name in ("max.connections", "max.connections.per.ip", "message.max.bytes",
+                     "leader.replication.throttled.rate", "follower.replication.throttled.rate"):
             for resource in (node, ""):
                 assert _inc(conn, resource, [(name, SET, "1048600")], validate_only=True) == ("NONE", None)
         assert _inc(conn, "", [("min.insync.replicas", SET, "1")], validate_only=True) == ("NONE", None)

@@ -98,6 +98,9 @@ KAFKA_DEFAULTS = {
     "auto.leader.rebalance.enable": "true",
     "leader.imbalance.check.interval.seconds": "300",
     "leader.imbalance.per.broker.percentage": "10",
+    # QuotaConfig: Long.MAX_VALUE, no throttle.
+    "leader.replication.throttled.rate": "9223372036854775807",
+    "follower.replication.throttled.rate": "9223372036854775807",
     # ShareGroupConfig (kafka-group-coordinator) and ShareCoordinatorConfig (kafka-share-coordinator 4.3.1).
     "group.share.record.lock.duration.ms": "30000",
     "group.share.delivery.count.limit": "5",
