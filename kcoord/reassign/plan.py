@@ -130,23 +130,40 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     load = _load(cluster, targets)
     total_count = sum(len(p.replicas) for p in cluster.partitions)
     total_size = sum(p.size * len(p.replicas) for p in cluster.partitions)
-    lo, hi = floor(total_count / len(targets)), ceil(total_count / len(targets))
+    # Each broker's share: of the whole, or of its rack's when the racks fix what each rack
+    # holds (every partition's replicas a multiple of the racks: so many in each).
+    if racks_n and all(len(p.replicas) % racks_n == 0 for p in cluster.partitions):
+        group = {b: cluster.racks[b] for b in targets}
+        share_count = {k: sum(len(p.replicas) // racks_n for p in cluster.partitions) for k in group.values()}
+        share_size = {k: sum(p.size * len(p.replicas) // racks_n for p in cluster.partitions)
+                      for k in group.values()}
+    else:
+        group = dict.fromkeys(targets)
+        share_count, share_size = {None: total_count}, {None: total_size}
+    members = {k: sum(1 for g in group.values() if g == k) for k in share_count}
+    lo = {b: floor(share_count[group[b]] / members[group[b]]) for b in targets}
+    hi = {b: ceil(share_count[group[b]] / members[group[b]]) for b in targets}
+    share = {b: share_size[group[b]] / members[group[b]] for b in targets}
     mean = total_size / len(targets)
     by_size = options.objective == "bytes" and total_size > 0
     tol = options.tolerance * mean
-    sizes = [load.size[b] for b in targets]
+    deviation = {b: load.size[b] - share[b] for b in targets}
     caps = {p.key: rack_cap(len(p.replicas), racks_n) for p in cluster.partitions}
     violating = {p.key for p in cluster.partitions if racks_n and _violating(p, cluster.racks, caps[p.key])}
     strays = {b for b in load.count if b not in targets and load.count[b]}
-    count_ok = all(lo <= load.count[b] <= hi for b in targets)
-    size_ok = not by_size or max(sizes) - min(sizes) <= tol
+    count_ok = all(lo[b] <= load.count[b] <= hi[b] for b in targets)
+    size_ok = not by_size or max(deviation.values()) - min(deviation.values()) <= tol
     if not violating and not strays and count_ok and size_ok:
         return cluster
 
-    over = strays | {b for b in targets if load.count[b] > hi or (by_size and load.size[b] > mean + tol / 2)}
+    over = strays | {b for b in targets if load.count[b] > hi[b] or (by_size and deviation[b] > tol / 2)}
     if not over and not size_ok:   # spread too wide with nobody far above: take from the fullest
-        over = {b for b in targets if load.size[b] > mean}
-    under = sorted(b for b in targets if load.count[b] < hi or (by_size and load.size[b] < mean))
+        over = {b for b in targets if deviation[b] > 0}
+    under = {b for b in targets if load.count[b] < lo[b] or (by_size and deviation[b] < -tol / 2)}
+    if not size_ok and not under:
+        under = {b for b in targets if deviation[b] < 0}
+    under |= {b for b in targets if load.count[b] < hi[b] and b not in over} if not under else set()
+    under = sorted(under)
     unit = mean / 1000 if total_size else 1.0   # sizes scaled so a broker's share is ~1000
 
     on_broker: dict[int, list[Partition]] = {}
@@ -156,7 +173,8 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     candidates: set[tuple[tuple[str, int], int]] = set()
     for b in sorted(over):
         mine = sorted(on_broker.get(b, []), key=lambda p: (p.size, p.key))
-        chosen = mine if b in strays else _spread_sample(mine, options.candidates_per_broker)
+        wanted = max(options.candidates_per_broker, 2 * (load.count[b] - lo.get(b, 0)))
+        chosen = mine if b in strays else _spread_sample(mine, wanted)
         candidates |= {(p.key, b) for p in chosen}
     for key in violating:
         candidates |= {(key, b) for b in cluster.partition(key).replicas}
@@ -169,8 +187,9 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     per_partition: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
     for key, src in sorted(candidates):
         p = cluster.partition(key)
+        # With racks fixing each rack's share, a replica only needs to move within its rack.
         dests = [d for d in (sorted(targets) if src in strays or key in violating else destinations_all)
-                 if d not in p.replicas]
+                 if d not in p.replicas and (src in strays or key in violating or group[d] == group[src])]
         if not dests:
             if src in strays:
                 raise PlanError(f"{key[0]}-{key[1]} has nowhere to go from broker {src}")
@@ -188,8 +207,8 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     for b in sorted(targets):
         terms = {v: -1.0 for v in out_of[b]} | {v: 1.0 for v in into[b]}
         below, above = prog.var(heavy), prog.var(heavy)
-        prog.row(terms | {below: 1.0}, lo - load.count[b], INF_)
-        prog.row(terms | {above: -1.0}, -INF_, hi - load.count[b])
+        prog.row(terms | {below: 1.0}, lo[b] - load.count[b], INF_)
+        prog.row(terms | {above: -1.0}, -INF_, hi[b] - load.count[b])
     if by_size:
         top, bottom = prog.var(0.0, -INF_), prog.var(0.0, -INF_)
         excess = prog.var(4.0)   # a byte of spread is worth moving ~2 bytes to remove
@@ -199,7 +218,7 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
             for (k, s), c in moves.items():
                 if b in c:
                     terms[c[b]] = terms.get(c[b], 0.0) + cluster.partition(k).size / unit
-            base = load.size[b] / unit
+            base = deviation[b] / unit
             prog.row(terms | {top: -1.0}, -INF_, -base)
             prog.row(terms | {bottom: -1.0}, -base, INF_)
         prog.row({excess: 1.0, top: -1.0, bottom: 1.0}, -tol / unit, INF_)

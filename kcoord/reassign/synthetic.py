@@ -14,7 +14,7 @@ def racks_for(brokers: list[int], racks: int) -> dict[int, str | None]:
 
 
 def generated(brokers: int, partitions: int, racks: int = 3, replication: int = 3, topics: int = 5,
-              seed: int = 1, extra_brokers: int = 0, skew: float = 1.2) -> Cluster:
+              seed: int = 1, extra_brokers: int = 0, skew: float = 2.0) -> Cluster:
     """`partitions` spread over `topics` topics placed on brokers 1..`brokers`, with
     `extra_brokers` more registered but empty (brokers being added)."""
     rng = random.Random(seed)
