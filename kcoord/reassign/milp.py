@@ -7,6 +7,7 @@ one input always gives one answer.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 
 INF = float("inf")
@@ -35,12 +36,28 @@ class Program:
         self.rows.append((lower, upper, terms))
 
 
+def _quiet_highs(highspy):
+    """A Highs instance, its start-up banner (written to fd 1 from C++, so out of reach of
+    sys.stdout) kept off stdout, where `kcoord reassign plan` prints its JSON."""
+    if os.environ.get("KCOORD_MILP_LOG"):
+        return highspy.Highs()
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            return highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def solve(program: Program, gap: float = 1e-3, nodes: int = 2000) -> list[float]:
     """The values of the best solution found: optimal within the relative `gap`, or the best
     after `nodes` branch-and-bound nodes (a count, not a time, so the answer is repeatable)."""
     import highspy
 
-    h = highspy.Highs()
+    h = _quiet_highs(highspy)
     for name, value in (("output_flag", bool(os.environ.get("KCOORD_MILP_LOG"))), ("threads", 1), ("random_seed", 0),
                         ("mip_rel_gap", gap), ("mip_max_nodes", nodes)):
         h.setOptionValue(name, value)

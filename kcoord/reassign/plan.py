@@ -73,8 +73,8 @@ def check_racks(cluster: Cluster, targets: set[int]) -> None:
     for p in cluster.partitions:
         r = len(p.replicas)
         if r > len(targets):
-            raise PlanError(f"{p.topic}-{p.partition} has {r} replicas but only {len(targets)} brokers "
-                            f"would be left ({', '.join(map(str, sorted(targets)))})")
+            raise PlanError(f"{p.topic}-{p.partition} has {r} replicas but only {len(targets)} of the brokers "
+                            f"would hold replicas: {', '.join(map(str, sorted(targets)))}")
         if racks:
             cap = rack_cap(r, racks)
             room = sum(min(cap, n) for n in per_rack.values())
