@@ -6,15 +6,15 @@ criteria of docs/reassignment.md.
 nothing); `score` prints the six numbers for the cluster as it is, or as a plan would leave it.
 Exit status: 0 done; 1 one line on stderr says what was wrong (an unknown broker or topic, an
 impossible rack constraint, an unreachable cluster, a plan that no longer matches the cluster);
-2 a malformed argument (argparse).
+2 a malformed argument (argparse, or a --bootstrap that is not HOST:PORT).
 """
 from __future__ import annotations
 
 import json
 import sys
 
-from kcoord.cli.cluster import BOOTSTRAP_DEFAULT, Refused, _admin
-from kcoord.cli.main import BadInput
+from kcoord.cli.cluster import BOOTSTRAP_DEFAULT, Refused, _admin, _run
+from kcoord.protocol_client import ProtocolError
 from kcoord.reassign.model import Cluster, PlanError, changed, parse_reassignment_json, reassignment_json
 from kcoord.reassign.plan import OBJECTIVES, Options, plan, target_brokers
 from kcoord.reassign.score import score
@@ -30,11 +30,11 @@ def add_parsers(sub) -> None:
                    help="a byte spread up to this fraction of a broker's mean share counts as balanced "
                         "(default %(default)s)")
     p.add_argument("--output", default=None, metavar="FILE", help="write the JSON here instead of stdout")
-    p.set_defaults(run=_run(_plan, "kcoord reassign plan"))
+    p.set_defaults(run=_run(_refusing(_plan), "kcoord reassign plan"))
     s = rsub.add_parser("score", help="the six criteria for the cluster now, or after --plan")
     s.add_argument("--plan", default=None, metavar="FILE", help="Kafka reassignment JSON to score")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    s.set_defaults(run=_run(_score, "kcoord reassign score"))
+    s.set_defaults(run=_run(_refusing(_score), "kcoord reassign score"))
     for each in (p, s):
         each.add_argument("--bootstrap", default=BOOTSTRAP_DEFAULT, metavar="HOST:PORT",
                           help="any broker of the cluster, or several comma-separated (default %(default)s)")
@@ -46,13 +46,13 @@ def add_parsers(sub) -> None:
                           help="only these topics (default: every topic but internal ones)")
 
 
-def _run(command, prog: str):
+def _refusing(command):
+    """The command, a PlanError (the cluster cannot be planned as asked) becoming a refusal: exit 1."""
     def run(args) -> int:
         try:
             return command(args)
-        except (BadInput, Refused, PlanError) as err:
-            print(f"{prog}: {err}", file=sys.stderr, flush=True)
-            return 1
+        except PlanError as err:
+            raise Refused(str(err)) from None
     return run
 
 
@@ -69,7 +69,7 @@ def _cluster(args, options: Options) -> Cluster:
     with _admin(args) as admin:
         try:
             cluster, problems = read_cluster(admin, include_internal=bool(options.topics))
-        except (OSError, ProtocolErrorType) as err:
+        except (OSError, ProtocolError) as err:
             raise Refused(f"reading --bootstrap {args.bootstrap}: {getattr(err, 'strerror', None) or err}") \
                 from None
     for line in problems:
@@ -79,7 +79,7 @@ def _cluster(args, options: Options) -> Cluster:
 
 def _plan(args) -> int:
     if not 0 <= args.tolerance < 1:
-        raise BadInput(f"--tolerance {args.tolerance}: expected a fraction from 0 up to 1")
+        raise Refused(f"--tolerance {args.tolerance}: expected a fraction from 0 up to 1")
     options = _options(args)
     cluster = _cluster(args, options)
     planned = plan(cluster, options)
@@ -100,7 +100,7 @@ def _score(args) -> int:
             with open(args.plan) as f:
                 text = f.read()
         except OSError as err:
-            raise BadInput(f"--plan {args.plan}: {err.strerror}") from None
+            raise Refused(f"--plan {args.plan}: {err.strerror}") from None
     cluster = _cluster(args, options)
     targets = target_brokers(cluster, options)
     before = cluster.topics(options.topics) if options.topics is not None else cluster
@@ -120,5 +120,3 @@ def _score(args) -> int:
     print("\n".join(f"{name:<{width}}  {value}" for name, value in rows))
     return 0
 
-
-from kcoord.protocol_client import ProtocolError as ProtocolErrorType  # noqa: E402
