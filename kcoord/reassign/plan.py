@@ -8,9 +8,10 @@ Three programs, each small enough for a 40-broker, 10,000-partition cluster:
    bytes and partitions moved. Candidates are the replicas of brokers above their share (a
    spread sample of them by size), of removed brokers and of rack-violating partitions;
    destinations the brokers below their share. A placement already within bounds is kept.
-2. order (milp, over each partition's (leader, first follower) pair): minimises the preferred
-   leader spread plus the worst spread among survivors when any one broker is down (a failed
-   leader's partitions go to the first follower), then changes to the present order.
+2. order (milp): each partition's leader and first follower (where a failed leader's
+   partitions go), minimising the preferred-leader spread plus the worst spread among the
+   survivors of any one broker's failure, then changes to the present order: one exact program
+   for small clusters, staged (leaders, then each broker's first followers) for large ones.
 3. a plan that improves nothing is no plan: each stage keeps the present state unless its
    answer is strictly better on what it optimises, so a planned cluster plans to no moves.
 """
@@ -21,7 +22,9 @@ from math import ceil, floor
 
 from kcoord.reassign import milp
 from kcoord.reassign.model import Cluster, Partition, PlanError
-from kcoord.reassign.score import leaders, rack_cap, rack_count, spread
+from kcoord.reassign.score import broker_down_spread, leaders, rack_cap, rack_count, spread
+
+INF = milp.INF
 
 OBJECTIVES = ("bytes", "count")
 
@@ -207,10 +210,10 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     for b in sorted(targets):
         terms = {v: -1.0 for v in out_of[b]} | {v: 1.0 for v in into[b]}
         below, above = prog.var(heavy), prog.var(heavy)
-        prog.row(terms | {below: 1.0}, lo[b] - load.count[b], INF_)
-        prog.row(terms | {above: -1.0}, -INF_, hi[b] - load.count[b])
+        prog.row(terms | {below: 1.0}, lo[b] - load.count[b], INF)
+        prog.row(terms | {above: -1.0}, -INF, hi[b] - load.count[b])
     if by_size:
-        top, bottom = prog.var(0.0, -INF_), prog.var(0.0, -INF_)
+        top, bottom = prog.var(0.0, -INF), prog.var(0.0, -INF)
         excess = prog.var(4.0)   # a byte of spread is worth moving ~2 bytes to remove
         for b in sorted(targets):
             terms = {v: -cluster.partition(k).size / unit for (k, s), c in moves.items() if s == b
@@ -219,13 +222,13 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
                 if b in c:
                     terms[c[b]] = terms.get(c[b], 0.0) + cluster.partition(k).size / unit
             base = deviation[b] / unit
-            prog.row(terms | {top: -1.0}, -INF_, -base)
-            prog.row(terms | {bottom: -1.0}, -base, INF_)
-        prog.row({excess: 1.0, top: -1.0, bottom: 1.0}, -tol / unit, INF_)
+            prog.row(terms | {top: -1.0}, -INF, -base)
+            prog.row(terms | {bottom: -1.0}, -base, INF)
+        prog.row({excess: 1.0, top: -1.0, bottom: 1.0}, -tol / unit, INF)
     for key, entries in sorted(per_partition.items()):
         p = cluster.partition(key)
         for d in sorted({d for _, d, _ in entries}):
-            prog.row({v: 1.0 for _, dd, v in entries if dd == d}, -INF_, 1.0)
+            prog.row({v: 1.0 for _, dd, v in entries if dd == d}, -INF, 1.0)
         if racks_n:
             for rack in sorted({cluster.racks[b] for b in targets}, key=str):
                 staying = sum(1 for b in p.replicas if cluster.racks.get(b) == rack)
@@ -235,7 +238,7 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
                     if change:
                         terms[v] = terms.get(v, 0.0) + change
                 if terms or staying > caps[key]:
-                    prog.row(terms, -INF_, caps[key] - staying)
+                    prog.row(terms, -INF, caps[key] - staying)
     try:
         values = milp.solve(prog)
     except RuntimeError as err:
@@ -251,13 +254,9 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     return Cluster(cluster.racks, tuple(replaced))
 
 
-INF_ = milp.INF
-
-
 # ------------------------------------------------------------------ 2. leader order
-def _down_spread_terms(cluster: Cluster, targets: set[int]) -> tuple[int, int]:
-    from kcoord.reassign.score import broker_down_spread
-
+def _leadership_spreads(cluster: Cluster, targets: set[int]) -> tuple[int, int]:
+    """(leader spread, worst spread with one broker down): what the order stage minimises."""
     return spread(leaders(cluster, targets)), broker_down_spread(cluster, targets)
 
 
@@ -277,10 +276,10 @@ def _balanced_choice(options: list[tuple[object, list[int], list[float]]], base:
             if b in given:
                 given[b][v] = 1.0
         chosen.append((key, vs))
-    top, bottom = prog.var(weight, -INF_), prog.var(-weight, -INF_)
+    top, bottom = prog.var(weight, -INF), prog.var(-weight, -INF)
     for b in brokers:
-        prog.row(given[b] | {top: -1.0}, -INF_, -base.get(b, 0))
-        prog.row(given[b] | {bottom: -1.0}, -base.get(b, 0), INF_)
+        prog.row(given[b] | {top: -1.0}, -INF, -base.get(b, 0))
+        prog.row(given[b] | {bottom: -1.0}, -base.get(b, 0), INF)
     values = milp.solve(prog, gap=1e-9)
     return {key: next(b for b, v in vs.items() if values[v] > 0.5) for key, vs in chosen}
 
@@ -302,7 +301,7 @@ def order(cluster: Cluster, targets: set[int], before: Cluster) -> Cluster:
     ordered = _order_exact(cluster, targets, present) if pairs <= EXACT_ORDER_PAIRS else \
         _order_staged(cluster, targets, present)
     # Keep the present order unless the new one spreads leadership strictly better.
-    new, old = _down_spread_terms(ordered, targets), _down_spread_terms(cluster, targets)
+    new, old = _leadership_spreads(ordered, targets), _leadership_spreads(cluster, targets)
     return ordered if sum(new) < sum(old) else cluster
 
 
@@ -334,18 +333,18 @@ def _order_exact(cluster: Cluster, targets: set[int], present: dict) -> Cluster:
         picks.append((p, choices))
     lmax, lmin = prog.var(weight), prog.var(-weight)
     for b in sorted(targets):
-        prog.row(led[b] | {lmax: -1.0}, -INF_, 0.0)
-        prog.row(led[b] | {lmin: -1.0}, 0.0, INF_)
+        prog.row(led[b] | {lmax: -1.0}, -INF, 0.0)
+        prog.row(led[b] | {lmin: -1.0}, 0.0, INF)
     worst = prog.var(weight)
     for down in sorted(targets):
-        dmax, dmin = prog.var(), prog.var(0.0, -INF_)
+        dmax, dmin = prog.var(), prog.var(0.0, -INF)
         for x in sorted(targets - {down}):
             terms = dict(led[x])
             for v in follows.get((down, x), {}):
                 terms[v] = terms.get(v, 0.0) + 1.0
-            prog.row(terms | {dmax: -1.0}, -INF_, 0.0)
-            prog.row(terms | {dmin: -1.0}, 0.0, INF_)
-        prog.row({worst: 1.0, dmax: -1.0, dmin: 1.0}, 0.0, INF_)
+            prog.row(terms | {dmax: -1.0}, -INF, 0.0)
+            prog.row(terms | {dmin: -1.0}, 0.0, INF)
+        prog.row({worst: 1.0, dmax: -1.0, dmin: 1.0}, 0.0, INF)
     values = milp.solve(prog, gap=1e-9, nodes=100_000)
     result = []
     for p, choices in picks:
