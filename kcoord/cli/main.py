@@ -151,6 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kcoord.cli import record as record_cli
 
     record_cli.add_parsers(sub)
+    from kcoord.cli import reassign as reassign_cli
+
+    reassign_cli.add_parsers(sub)
     _report_parser(sub)
     _check_parser(sub)
     return parser
