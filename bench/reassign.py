@@ -21,7 +21,7 @@ from dataclasses import replace
 from kcoord.reassign import milp
 from kcoord.reassign.model import Cluster, changed
 from kcoord.reassign.plan import Options, plan, target_brokers
-from kcoord.reassign.score import leaders, rack_cap, rack_count, score
+from kcoord.reassign.score import rack_cap, rack_count, score
 from kcoord.reassign.synthetic import generated
 
 
