@@ -161,18 +161,18 @@ def test_a_poison_record_is_archived_after_the_delivery_limit(brokers):
 def killed_or_frozen(bootstrap: str, how: str, lock_ms: int) -> dict:
     topic, group = share_group(bootstrap, how, lock_ms=lock_ms)
     with ShareWorkers(bootstrap, group, topic, EXPLICIT) as workers:
-        # The stuck worker is alone when the first 5 records are there: it takes them (however
-        # its client fetches) and sits on the first; the helper gets the 5 produced after.
-        stuck, = workers.add(1, hold_ms="600000")
+        # The first 5 records are there before the stuck worker starts: its first fetch takes all
+        # of them (max.poll.records 5) and it sits on the first. It is stopped before anything
+        # else is produced, since its client's background fetches would take more meanwhile.
         produce(bootstrap, topic, [f"hold-{i}" for i in range(5)])
+        stuck, = workers.add(1, hold_ms="600000")
         workers.wait_for(lambda: any(e["event"] == "record" for e in stuck.events()), "the stuck worker holds records")
         held_since = time.monotonic()
+        getattr(workers, how)(stuck)                 # kill -9, or SIGSTOP
+        stopped_at = time.monotonic()
         helper, = workers.add(1)                     # hold.ms 0: accepts everything it gets
         workers.wait_polling([helper])
         produce(bootstrap, topic, [f"next-{i}" for i in range(5)])
-        workers.wait_for(lambda: len(workers.accepted()) >= 5, "the helper takes the next 5")
-        getattr(workers, how)(stuck)                 # kill -9, or SIGSTOP
-        stopped_at = time.monotonic()
 
         def redelivered():
             return sorted(v for w, _, d, v in workers.deliveries() if w == helper.name and d == 2)
@@ -189,10 +189,9 @@ def killed_or_frozen(bootstrap: str, how: str, lock_ms: int) -> dict:
 def test_a_killed_workers_records_go_to_the_others_before_their_lock_ends(brokers):
     seen = on_both(brokers, killed_or_frozen, "kill", 60000)
     for name, out in seen.items():
-        # The broker released the dead worker's records when its connection closed, not when
-        # their lock ended.
-        # The 5 records the stuck worker held came to the helper as their second delivery, long
-        # before their 60 s lock could have ended.
+        # The 5 records the dead worker held came to the helper as their second delivery, long
+        # before their 60 s lock could have ended: the broker released them when its connection
+        # closed.
         assert out["redelivered"] == [f"hold-{i}" for i in range(5)], (name, out)
         assert out["back_after_stopped"] < 60 - 15, (name, out)
     assert seen["kcoord"]["deliveries"] == seen["kafka"]["deliveries"]
