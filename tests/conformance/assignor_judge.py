@@ -11,12 +11,22 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from kcoord.conformance.javaclient import program_command
 from kcoord.coordinator.assignors.spec import MemberSpec, TopicSpec, group_subscription_type
 from kcoord.coordinator.javaorder import kafka_uuid_string
 from kcoord.testing import reference_kafka
 
 SOURCE = Path(__file__).with_name("java") / "KcoordAssignorJudge.java"
+
+
+@pytest.fixture(scope="module")
+def module_judge():
+    """One judge JVM for a module's problems (a module names it: `judge = module_judge`)."""
+    j = Judge()
+    yield j
+    j.close()
 
 
 def judge_command() -> list[str]:

@@ -16,18 +16,14 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from kcoord.coordinator.javaorder import TimelineHashTable, kafka_uuid_string, string_hash
-from tests.conformance.assignor_judge import (Judge, Member, Problem, Topic, check, make_member_id,
+from tests.conformance.assignor_judge import (module_judge, Member, Problem, Topic, check, make_member_id,
                                               make_members, make_topics, random_current_assignment,
                                               subscription_type, with_assignment)
 
 pytestmark = [pytest.mark.xdist_group("assignors-kafka")]
 
 
-@pytest.fixture(scope="module")
-def judge():
-    j = Judge()
-    yield j
-    j.close()
+judge = module_judge
 
 
 

@@ -14,18 +14,14 @@ import random
 
 import pytest
 
-from tests.conformance.assignor_judge import (Judge, Member, Problem, check, make_member_id, make_members,
+from tests.conformance.assignor_judge import (module_judge, Member, Problem, check, make_member_id, make_members,
                                               make_topics, random_current_assignment, subscription_type,
                                               with_assignment)
 
 pytestmark = [pytest.mark.xdist_group("assignors-kafka")]
 
 
-@pytest.fixture(scope="module")
-def judge():
-    j = Judge()
-    yield j
-    j.close()
+judge = module_judge
 
 
 def random_problem(rng: random.Random, homogeneous: bool) -> Problem:
