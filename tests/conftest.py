@@ -76,12 +76,13 @@ ESTIMATES = {
     "consumer-kafka": 180,        # the [kafka] cases of the consumer group protocol modules (KIP-848) on a Kafka of
                                   # their own with short consumer sessions: scenarios with java4/confluent members,
                                   # raw ConsumerGroupHeartbeat cases
-    "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 545,
+    # overlay2 storage since 2026-11-27 (64 s alone; 168-240 s on vfs)
+    "tests/docker/test_compose_up.py::test_static_members_restart_in_compose_without_a_rebalance": 150,
     "tests/integration/test_group_lifecycle.py::test_unknown_group_ids_leave_nothing_behind": 110,
-    # kafka-share-groups (a JVM per call) on a share group of two KafkaShareConsumer JVMs (~45 s, 2026-11-26)
-    "tests/integration/test_share_groups_tool.py::test_share_groups_tool_lists_describes_resets_and_deletes[kcoord]": 45,
+    # kafka-share-groups (one ToolSession JVM) on a share group of two KafkaShareConsumer JVMs (~10 s, 2026-11-27)
+    "tests/integration/test_share_groups_tool.py::test_share_groups_tool_lists_describes_resets_and_deletes[kcoord]": 15,
     "tests/fuzz/test_live_fuzz.py::test_100k_mutated_frames_against_a_live_server": 184,
-    "tests/conformance/test_check_kcoord.py::test_kcoord_check_passes_against_kcoord": 127,
+    "tests/conformance/test_check_kcoord.py::test_kcoord_check_passes_against_kcoord": 90,
     "tests/integration/test_group_scenarios.py::test_sixteen_members[java": 54,
     "tests/integration/test_streams_groups.py::test_classic_streams_app_static_restart_and_kill[kcoord]": 40,
     "tests/integration/test_streams_eos.py::test_exactly_once_v2_counts_survive_a_killed_instance[kcoord]": 30,

@@ -51,8 +51,12 @@ def test_journal_records_carry_who_and_why(scenario):
 def test_rebalances_match_the_scenario(spark, scenario, report):
     _, steps = scenario
     rows = spark.read.parquet(str(report / "rebalances")).orderBy("start_ms").collect()
-    # one generation per rebalance, all of them completed
-    assert len(rows) == steps[-1]["generation_to"]
+    # one generation per rebalance, all of them completed; kafka-python's leader may rejoin on
+    # its own once more after the last step (280 ms after the crash's rebalance in a full run
+    # of 2026-11-26), which is the only rebalance allowed past it
+    after = [r for r in rows if r.start_ms >= steps[-1]["done_ms"]]
+    assert all(r.cause == "leader_rejoin" for r in after), after
+    assert len(rows) - len(after) == steps[-1]["generation_to"]
     assert [(r.generation_from, r.generation_to) for r in rows] == [(g, g + 1) for g in range(len(rows))]
     assert all(r.outcome == "stable" for r in rows)
     for step in steps:

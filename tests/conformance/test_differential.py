@@ -355,16 +355,27 @@ def _differential(broker_pair, scenarios, clients):
     # make one run of a client scenario differ although both brokers answered alike: a client
     # row that differs is run again, up to twice, and only a difference that every run shows
     # fails the test (kafka-python's extra rejoin on the reference Kafka's side came back on a
-    # single rerun in a full run of 2026-11-24). Raw rows are never rerun: their requests are
-    # the scenario's, not a client's.
+    # single rerun in a full run of 2026-11-24). A raw row's requests are the scenario's, so it
+    # is rerun only when it differs inside a member's collapsed heartbeats: which states a
+    # member hears depends on when the reference Kafka's own topic creation lands against the
+    # initial rebalance delay (in a loaded CI run of 2026-11-26 its changelog topic took longer
+    # than the 3 s delay, and its member heard one more state on the way to the same end).
     for i, r in enumerate(results):
         for attempt in (1, 2):
-            if r.client == "raw" or not differential.unexpected([r], delay):
+            if not differential.unexpected([r], delay) or (r.client == "raw" and not _in_heartbeats(r)):
                 break
             print(f"rerunning {r.scenario} [{r.client}] ({attempt} of 2): {r.summary}")
-            r = results[i] = differential.run_differential(kafka, kcoord, [r.client], [r.scenario])[0]
+            again = [] if r.client == "raw" else [r.client]
+            r = results[i] = differential.run_differential(kafka, kcoord, again, [r.scenario])[0]
     problems = differential.unexpected(results, delay)
     assert not problems, "\n\n".join(problems)
+
+
+def _in_heartbeats(r) -> bool:
+    """Whether a row's first divergence is inside a collapsed heartbeats item (its summary is
+    "<connection>[<index>] <path>: kafka=... kcoord=...")."""
+    parts = r.summary.split(" ")
+    return len(parts) > 1 and parts[1].startswith("distinct")
 
 
 def test_raw_scenarios_kcoord_vs_kafka(broker_pair):

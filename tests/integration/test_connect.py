@@ -36,7 +36,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.xdist_group("connect")]
 
 CONNECTORS = {"src-a": 4, "src-b": 4}
 SESSION_MS = 6_000
-MAX_DELAY_MS = 25_000   # a killed worker's JVM restarts within it under the full suite's load (17 s seen on CI)
+# A killed worker's JVM must restart within it under the full suite's load (17 s seen on CI,
+# and a CI run of 2026-11-26 failed this test at 25 s): waiting out a longer delay costs wall
+# time, not CPU.
+MAX_DELAY_MS = 35_000
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -260,7 +263,7 @@ def test_cooperative_workers_revoke_only_what_moves_and_wait_for_the_lost(tmp_pa
             began, gens = time.monotonic(), len(cluster.generations())
             lost, delay = _kill_and_watch(cluster, victim, steps[-1]["sample"], returns=False)
             told = time.monotonic()
-            steps.append(_step(cluster, "kill 1 for good", lambda: None, workers=3, timeout=60))
+            steps.append(_step(cluster, "kill 1 for good", lambda: None, workers=3, timeout=90))
             steps[-1].update(seconds=round(time.monotonic() - began, 1), rounds=len(cluster.generations()) - gens)
             assert time.monotonic() - told >= delay / 1000 - 2, (delay, time.monotonic() - told)
             assert victim.worker_id not in {steps[-1]["sample"].tasks[t] for t in lost}

@@ -227,8 +227,15 @@ def test_a_static_member_killed_and_restarted_at_once_is_refused_until_its_sessi
             assert "_FATAL" in error["error"] and "The instance ID is still used by another member" in error["error"]
         assert not any(e["event"] == "assigned" for e in members[0].events)
         during = describe(broker_any.bootstrap, group)
-        assert {m["instance_id"]: m["member_id"] for m in during.members} == old
-        assert during.group_epoch == before.group_epoch
+        # Only a describe inside the old member's session can still see it: under a full suite's
+        # load the new JVM's start and its refused join took longer than the 6 s session on the
+        # reference Kafka once (2026-11-26), and the refusal above already shows the old member
+        # was there when the new one came.
+        if time.monotonic() - killed_at < SESSION_S - 1:
+            assert {m["instance_id"]: m["member_id"] for m in during.members} == old
+            assert during.group_epoch == before.group_epoch
+        else:
+            print(f"{client}: described {time.monotonic() - killed_at:.1f}s after the kill, past the session")
         # The killed member's session ends: it is dropped, the other one takes everything.
         after = wait_consumer_group(broker_any.bootstrap, group, timeout=SESSION_S + 30, members=1, settled=True)
         took = time.monotonic() - killed_at

@@ -1,7 +1,8 @@
 """Kafka's kafka-share-groups tool (org.apache.kafka.tools.consumer.group.ShareGroupCommand of Kafka
 4.3.1) on a share group of KafkaShareConsumer 4.3.1 workers (kcoord.testing.share_workers), on kcoord
 and on the reference Kafka: --list (--state), --describe with --members, --offsets and --state while
-two workers run (waits poll DescribeShareGroupOffsets directly: a tool call is a JVM); after they
+two workers run (waits poll DescribeShareGroupOffsets directly, the tool runs once the answer is
+there; all its runs share one JVM, kafka_tools.ToolSession); after they
 closed, --reset-offsets (AlterShareGroupOffsets), --delete-offsets
 (DeleteShareGroupOffsets) and --delete. The outputs are parsed; what they must say is what the
 workers did (who holds what, how many records are left). When both brokers ran in one process the
@@ -28,12 +29,17 @@ SEEN: dict[str, dict] = {}  # broker -> the parsed outputs, ids masked
 
 @pytest.mark.parametrize("broker_any", ["kcoord", "kafka"], indirect=True)
 def test_share_groups_tool_lists_describes_resets_and_deletes(broker_any, request):
-    bootstrap = broker_any.bootstrap
+    # One JVM for all the tool's runs (a JVM start per run cost ~40 s of CPU per broker).
+    with kafka_tools.ToolSession() as session:
+        _lists_describes_resets_and_deletes(broker_any.bootstrap, session, request)
+
+
+def _lists_describes_resets_and_deletes(bootstrap, session, request):
     topic, group = share_group(bootstrap, "tool")
     seen: dict = {}
 
     def tool(*args: str, code: int = 0) -> str:
-        result = kafka_tools.run_tool(SHARE_GROUPS, bootstrap, *args)
+        result = session.run(SHARE_GROUPS, bootstrap, *args)
         assert result.code == code, f"{args}: exit {result.code}\n{result.stdout}\n{result.stderr[-3000:]}"
         return result.stdout
 
@@ -95,7 +101,7 @@ def test_share_groups_tool_lists_describes_resets_and_deletes(broker_any, reques
     out = tool("--delete", "--group", group)
     assert f"Deletion of requested share groups ('{group}') was successful." in out
     assert group not in tool("--list").split()
-    gone = kafka_tools.run_tool(SHARE_GROUPS, bootstrap, "--describe", "--group", group)
+    gone = session.run(SHARE_GROUPS, bootstrap, "--describe", "--group", group)
     assert "GroupIdNotFoundException" in gone.stdout + gone.stderr
 
     broker = request.node.callspec.params["broker_any"]
