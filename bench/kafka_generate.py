@@ -27,6 +27,7 @@ from kcoord.testing import jvm
 from kcoord.testing.kafka_tools import classpath, run_tool
 from kcoord.testing.reference_kafka import ReferenceKafkaUnavailable
 
+CURRENT_HEADING = "Current partition replica assignment"
 PROPOSAL_HEADING = "Proposed partition reassignment configuration"
 # The 40-broker, 10,000-partition cluster: the tool describes every partition and asks every
 # broker for its log dirs, and its JVM starts cold.
@@ -59,19 +60,19 @@ def topics_of(cluster: Cluster) -> dict[str, list[tuple[int, ...]]]:
     return topics
 
 
-def proposed_json(stdout: str) -> str:
-    """The JSON line after the tool's "Proposed partition reassignment configuration"."""
+def json_after(heading: str, stdout: str) -> str:
+    """The JSON line the tool prints after `heading` (CURRENT_HEADING, PROPOSAL_HEADING)."""
     lines = stdout.splitlines()
     for i, line in enumerate(lines):
-        if line.strip() == PROPOSAL_HEADING and i + 1 < len(lines):
+        if line.strip() == heading and i + 1 < len(lines):
             return lines[i + 1]
-    raise RuntimeError(f"kafka-reassign-partitions --generate printed no proposal: {stdout[-2000:]!r}")
+    raise RuntimeError(f"kafka-reassign-partitions --generate printed no {heading!r}: {stdout[-2000:]!r}")
 
 
 def generate(cluster: Cluster, options: Options, timeout: float = TOOL_TIMEOUT_S) -> Proposal:
     """Kafka's --generate for `cluster`, over the brokers `options` leave (target_brokers).
     ReferenceKafkaUnavailable (from kafka_tools) when Java or Kafka's jars are missing;
-    RuntimeError when the tool fails."""
+    RuntimeError when the tool fails, or read a placement other than the cluster's."""
     jvm.require_java(ReferenceKafkaUnavailable)   # before kcoord and its topics, not after
     classpath()
     targets = target_brokers(cluster, options)
@@ -95,6 +96,18 @@ def generate(cluster: Cluster, options: Options, timeout: float = TOOL_TIMEOUT_S
                           timeout=timeout)
     if result.code != 0:
         raise RuntimeError(f"kafka-reassign-partitions --generate exited {result.code}: {result.stderr[-2000:]}")
-    proposal = parse_reassignment_json(proposed_json(result.stdout))
-    after = cluster.with_assignment({key: tuple(broker_of[n] for n in nodes) for key, nodes in proposal.items()})
-    return Proposal(after, result.seconds, setup)
+    # What the tool read from kcoord must be the cluster as generated, or its proposal answers another.
+    expected = cluster.assignment()
+    current = read_assignment(result.stdout, CURRENT_HEADING, broker_of)
+    wrong = sorted(k for k in set(current) | set(expected) if current.get(k) != expected.get(k))
+    if wrong:
+        raise RuntimeError(f"the tool read {len(wrong)} partitions other than generated: {wrong[0]} as "
+                           f"{current.get(wrong[0])}, not {expected.get(wrong[0])}")
+    return Proposal(cluster.with_assignment(read_assignment(result.stdout, PROPOSAL_HEADING, broker_of)),
+                    result.seconds, setup)
+
+
+def read_assignment(stdout: str, heading: str, broker_of: dict[int, int]) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The assignment the tool prints after `heading`, in the cluster's broker ids."""
+    nodes = parse_reassignment_json(json_after(heading, stdout))
+    return {key: tuple(broker_of[n] for n in replicas) for key, replicas in nodes.items()}
