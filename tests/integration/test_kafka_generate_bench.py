@@ -67,9 +67,10 @@ def test_a_topic_whose_partitions_are_not_0_to_n_is_refused_before_any_kcoord_st
 
 
 def test_each_assignment_is_the_json_line_after_its_heading():
-    out = ('Current partition replica assignment\n{"version":1,"partitions":[]}\n\n'
-           'Proposed partition reassignment configuration\n{"version":1,"partitions":[{"topic":"t"}]}\n')
-    assert kafka_generate.json_after(kafka_generate.CURRENT_HEADING, out) == '{"version":1,"partitions":[]}'
-    assert kafka_generate.json_after(kafka_generate.PROPOSAL_HEADING, out) == '{"version":1,"partitions":[{"topic":"t"}]}'
+    current, proposed = '{"version":1,"partitions":[]}', '{"version":1,"partitions":[{"topic":"t"}]}'
+    out = (f'Current partition replica assignment\n{current}\n\n'
+           f'Proposed partition reassignment configuration\n{proposed}\n')
+    assert kafka_generate.json_after(kafka_generate.CURRENT_HEADING, out) == current
+    assert kafka_generate.json_after(kafka_generate.PROPOSAL_HEADING, out) == proposed
     with pytest.raises(RuntimeError, match="printed no 'Proposed partition reassignment configuration'"):
         kafka_generate.json_after(kafka_generate.PROPOSAL_HEADING, "Current partition replica assignment\n{}\n")
