@@ -189,7 +189,8 @@ def main() -> None:
             print("| " + " | ".join(map(str, [name] + measure_kafka(cluster, options))) + " |", flush=True)
     if not args.skip_kafka:
         print(f"\n\"{KAFKA_ROW}\": plan s is the tool's wall time, its JVM start included; moves on re-plan: "
-              "its second proposal, for a kcoord holding its first, against the first.")
+              "its second proposal, for a kcoord holding its first, against the first. Its figures change from run "
+              "to run: Kafka's placer starts from a random broker.")
 
 
 if __name__ == "__main__":
