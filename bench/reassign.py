@@ -1,28 +1,36 @@
-"""The reassignment planner on the bench clusters of issue 28, beside a greedy baseline, and
-its programs solved by HiGHS (what kcoord uses) and by OR-Tools (SCIP) to choose between them.
+"""The reassignment planner on the bench clusters of issue 28, beside a greedy baseline and
+Kafka's own `kafka-reassign-partitions --generate`, and its programs solved by HiGHS (what
+kcoord uses) and by OR-Tools (SCIP) to choose between them.
 
-    PYTHONPATH=. python bench/reassign.py [--solvers highs,ortools] [--skip-scale]
+    PYTHONPATH=. python bench/reassign.py [--solvers highs,ortools] [--skip-scale] [--skip-kafka]
 
 Clusters (kcoord.reassign.synthetic: Kafka's own placement, Pareto-skewed sizes, seeded):
 - expand:   6 brokers over 3 racks, 500 partitions x 3 replicas, brokers 7 and 8 added;
 - remove:   8 brokers over 3 racks, 500 partitions x 3 replicas, broker 7 removed;
 - balanced: the expand cluster as kcoord's plan leaves it, planned again (nothing should move);
 - scale:    36 brokers over 3 racks, 10,000 partitions x 3 replicas, brokers 37-40 added.
-Kafka's own `kafka-reassign-partitions --generate` needs a running Kafka and comes later.
+"kafka --generate" (bench/kafka_generate.py): the cluster is created on a multi-broker kcoord
+(each partition with its own replica list) and Kafka 4.3.1's tool, from the reference Kafka's
+jars (`make install-test`), proposes a placement over the target brokers; its plan time is the
+tool's wall time, JVM start included; its re-plan is the tool run again on a kcoord holding its
+proposal. Without Java or the jars the row says so.
 Prints a Markdown table (the one in bench/RESULTS.md).
 """
 from __future__ import annotations
 
 import argparse
 import platform
+import sys
 import time
 from dataclasses import replace
 
+import kafka_generate
 from kcoord.reassign import milp
 from kcoord.reassign.model import Cluster, changed
 from kcoord.reassign.plan import Options, plan, target_brokers
 from kcoord.reassign.score import rack_cap, rack_count, score
 from kcoord.reassign.synthetic import generated
+from kcoord.testing.reference_kafka import ReferenceKafkaUnavailable
 
 
 # ------------------------------------------------------------------ a greedy baseline
@@ -113,20 +121,44 @@ def scenarios(skip_scale: bool):
 
 
 def measure(name: str, planner, cluster: Cluster, options: Options) -> list:
-    targets = target_brokers(cluster, options)
     start = time.perf_counter()
     after = planner(cluster, options)
     took = time.perf_counter() - start
-    replanned = planner(after, replace(options, add=(), remove=()))
-    s = score(cluster, after, targets, replan_moves=len(changed(after, replanned)))
+    return scored_row(name, took, cluster, options, after, planner(after, replan_options(options)))
+
+
+def replan_options(options: Options) -> Options:
+    """The plan of a planned cluster: its brokers are the ones it now uses."""
+    return replace(options, add=(), remove=())
+
+
+def scored_row(name: str, took: float, cluster: Cluster, options: Options, after: Cluster, replanned: Cluster) -> list:
+    s = score(cluster, after, target_brokers(cluster, options), replan_moves=len(changed(after, replanned)))
     return [name, f"{took:.2f}", f"{s.bytes_ratio:.3f}", s.rack_violations, s.partitions_moved,
             f"{s.bytes_moved / 1e9:.1f}", s.leader_spread, s.replan_moves, s.broker_down_spread]
+
+
+KAFKA_ROW = "kafka --generate"
+
+
+def measure_kafka(cluster: Cluster, options: Options) -> list:
+    """Kafka's own --generate on a kcoord holding `cluster` (kafka_generate.py); planned again
+    on a fresh kcoord holding its proposal. The time is the first run's tool wall time."""
+    try:
+        first = kafka_generate.generate(cluster, options)
+    except ReferenceKafkaUnavailable as err:
+        return [KAFKA_ROW, f"not available: {err}"] + ["-"] * 7
+    second = kafka_generate.generate(first.cluster, replan_options(options))
+    print(f"(kafka --generate: kcoord set up with the cluster's topics in {first.setup_seconds:.1f} s, "
+          f"not counted)", file=sys.stderr, flush=True)
+    return scored_row(KAFKA_ROW, first.seconds, cluster, options, first.cluster, second.cluster)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--solvers", default="highs,ortools")
     parser.add_argument("--skip-scale", action="store_true")
+    parser.add_argument("--skip-kafka", action="store_true", help="leave out Kafka's own --generate (a JVM per run)")
     args = parser.parse_args()
     solvers = {"highs": milp.solve, "ortools": solve_ortools}
     print(f"{time.strftime('%Y-%m-%d')}, {platform.machine()}, Python {platform.python_version()}")
@@ -153,6 +185,12 @@ def main() -> None:
             finally:
                 milp.solve = milp_solve
             print("| " + " | ".join(map(str, [name] + row)) + " |", flush=True)
+        if not args.skip_kafka:
+            print("| " + " | ".join(map(str, [name] + measure_kafka(cluster, options))) + " |", flush=True)
+    if not args.skip_kafka:
+        print(f"\n\"{KAFKA_ROW}\": plan s is the tool's wall time, its JVM start included; moves on re-plan: "
+              "its second proposal, for a kcoord holding its first, against the first. Its figures change from run "
+              "to run: Kafka's placer starts from a random broker.")
 
 
 if __name__ == "__main__":
