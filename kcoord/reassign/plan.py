@@ -149,12 +149,12 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     mean_count = {b: share_count[group[b]] / members[group[b]] for b in targets}
     # Balancing bytes, replica counts only need to stay within a band around their share, wide
     # enough for a few large partitions to carry a broker's share of bytes. Its floor keeps
-    # twice a broker's share of leaders (replicas / replication factor): it must lead its share
-    # and be first follower to as many, or it cannot take its share of a failed broker's
-    # partitions. Balancing counts, within floor/ceil of the share.
+    # twice a broker's share of leaders (partitions / brokers): it must lead its share and be
+    # first follower to as many, or it cannot take its share of a failed broker's partitions.
+    # Balancing counts, within floor/ceil of the share.
     band = options.count_band if by_size else 0.0
-    roles = min(1.0, 2 * len(cluster.partitions) / total_count) if total_count else 1.0
-    lo = {b: floor(mean_count[b] * max(1 - band, roles)) for b in targets}
+    roles = 2 * len(cluster.partitions) / len(targets)
+    lo = {b: floor(max(mean_count[b] * (1 - band), min(mean_count[b], roles))) for b in targets}
     hi = {b: ceil(mean_count[b] * (1 + band)) for b in targets}
     share = {b: share_size[group[b]] / members[group[b]] for b in targets}
     mean = total_size / len(targets)
