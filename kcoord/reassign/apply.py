@@ -30,7 +30,7 @@ from kcoord.dynamic_broker_config import write_durably
 from kcoord.protocol_client import Admin
 from kcoord.reassign.fetch import replica_sizes
 from kcoord.reassign.model import Plan, PlanError
-from kcoord.reassign.remaining import DONE, UNDER_WAY, Key, Observed, Ongoing, batches, status
+from kcoord.reassign.remaining import DONE, TO_MOVE, UNDER_WAY, Key, Observed, Ongoing, batches, status
 from kcoord.reassign.throttles import BROKER_CLEARED, BROKER_RATES, FOLLOWER_REPLICAS, LEADER_REPLICAS, \
     bytes_to_copy, moves, reassigning_brokers, topic_throttles
 from wire.errors import ErrorCode
@@ -250,7 +250,7 @@ class Applier:
     def run(self) -> Summary:
         seen = observe(self.admin)
         statuses = status(self.plan, seen, self.settings.check_base)
-        if self.state.interrupted and all(statuses[k] == DONE for k in self.state.interrupted):
+        if self.state.interrupted and all(statuses.get(k, DONE) == DONE for k in self.state.interrupted):
             self.state.finish()   # it finished after the apply that began it stopped
         left = batches(statuses, self.settings.batch, self.state.interrupted)
         pending = {k: t for k, t in self.plan.targets.items() if statuses[k] != DONE}
@@ -298,16 +298,24 @@ class Applier:
         return {b.node_id: (b.host, b.port) for b in self.admin.metadata([]).brokers}
 
     # --- one batch
-    def _batch(self, keys: list[Key], progress: Progress) -> None:
-        sub = Plan({k: self.plan.targets[k] for k in keys},
-                   None if self.plan.made_against is None else
-                   {k: b for k, b in self.plan.made_against.items() if k in keys}, self.plan.cluster_id)
+    def _part(self, keys: list[Key]) -> Plan:
+        """The plan reduced to `keys`."""
+        made = self.plan.made_against
+        return Plan({k: self.plan.targets[k] for k in keys},
+                    None if made is None else {k: made[k] for k in keys if k in made}, self.plan.cluster_id)
+
+    def _status(self, keys: list[Key], check_base: bool) -> tuple[dict[Key, str], Observed]:
+        """The batch's partitions now; PlanError if the cluster moved away from the plan meanwhile."""
+        seen = observe(self.admin, keys)
         try:
-            statuses = status(sub, observe(self.admin, keys), self.settings.check_base)
+            return status(self._part(keys), seen, check_base), seen
         except PlanError as err:
-            raise PlanError(f"{err} (during the apply, before batch {progress.batch})") from None
+            raise PlanError(f"{err} (found during the apply, in batch {self.current.batch})") from None
+
+    def _batch(self, keys: list[Key], progress: Progress) -> None:
+        statuses, _ = self._status(keys, self.settings.check_base)
         self.state.begin(keys)
-        submit = {k: self.plan.targets[k] for k in keys if statuses[k] not in (DONE, UNDER_WAY)}
+        submit = {k: self.plan.targets[k] for k in keys if statuses[k] == TO_MOVE}
         if submit:
             alter_reassignments(self.admin, submit)
         self._wait(keys, progress)
@@ -318,28 +326,21 @@ class Applier:
         base_done = progress.partitions_done
         strays: dict[Key, int] = {}
         while True:
-            seen = observe(self.admin, keys)
-            left = []
-            for k in keys:
-                ongoing = seen.ongoing.get(k)
-                target = self.plan.targets[k]
-                if ongoing is not None:
-                    if ongoing.target != target:
-                        raise PlanError(f"{_name(k)} is being reassigned to {list(ongoing.target)}, not to the "
-                                        f"plan's {list(target)}: the cluster changed during the apply")
-                    left.append(k)
-                elif seen.replicas.get(k) != target:
-                    strays[k] = strays.get(k, 0) + 1
-                    if strays[k] >= ENDED_ELSEWHERE_POLLS:
-                        raise ApplyError(f"the reassignment of {_name(k)} ended with replicas "
-                                         f"{list(seen.replicas.get(k, ()))}, not the plan's {list(target)} "
-                                         "(cancelled?)")
-                    left.append(k)
+            # Submitted, a partition is under way or done; neither (for a few polls, Metadata may
+            # lag), its reassignment ended some other way.
+            statuses, seen = self._status(keys, check_base=False)
+            left = [k for k in keys if statuses[k] != DONE]
+            for k in left:
+                strays[k] = strays.get(k, 0) + 1 if statuses[k] == TO_MOVE else 0
+                if strays[k] >= ENDED_ELSEWHERE_POLLS:
+                    raise ApplyError(f"the reassignment of {_name(k)} ended with replicas "
+                                     f"{list(seen.replicas.get(k, ()))}, not the plan's {list(self.plan.targets[k])} "
+                                     "(cancelled?)")
             if not left:
                 return
             if self.reporter.live:
                 progress.partitions_done = base_done + len(keys) - len(left)
-                progress.bytes_done = base_bytes + self._copied(keys, left, seen)
+                progress.bytes_done = base_bytes + self._copied(keys, left)
                 self.reporter.progress(progress)
             if self.settings.timeout is not None and self.clock() - progress.started > self.settings.timeout:
                 raise ApplyError(f"batch {progress.batch}/{progress.batches} did not finish within --timeout "
@@ -347,7 +348,7 @@ class Applier:
                                  "its reassignments go on: run the same command again to wait for them")
             self.sleep(self.settings.poll_s)
 
-    def _copied(self, keys: list[Key], left: list[Key], seen: Observed) -> int:
+    def _copied(self, keys: list[Key], left: list[Key]) -> int:
         """Bytes of the batch copied so far: all of each finished partition's, and what each
         replica being added reports (DescribeLogDirs on its broker)."""
         total = sum(bytes_to_copy(self.moves[k], self.sizes.get(k, 0)) for k in keys if k not in left)
