@@ -29,7 +29,7 @@ from typing import Callable, Protocol
 from kcoord.dynamic_broker_config import write_durably
 from kcoord.protocol_client import Admin
 from kcoord.reassign.fetch import replica_sizes
-from kcoord.reassign.model import Plan, PlanError
+from kcoord.reassign.model import Plan, PlanError, by_topic
 from kcoord.reassign.remaining import DONE, TO_MOVE, UNDER_WAY, Key, Observed, Ongoing, batches, status
 from kcoord.reassign.throttles import BROKER_CLEARED, BROKER_RATES, FOLLOWER_REPLICAS, LEADER_REPLICAS, \
     bytes_to_copy, moves, reassigning_brokers, topic_throttles
@@ -178,7 +178,7 @@ def _error(code: int, message: str | None) -> str:
 
 
 def _topics(keys) -> list[str]:
-    return sorted({t for t, _ in keys})
+    return list(by_topic(keys))
 
 
 # ------------------------------------------------------------------ reading the cluster
@@ -193,12 +193,7 @@ def observe(admin: Admin, keys: list[Key] | None = None) -> Observed:
 
 def list_reassignments(admin: Admin, keys: list[Key] | None = None) -> dict[Key, Ongoing]:
     conn = admin.bootstrap
-    topics = None
-    if keys is not None:
-        by_topic: dict[str, list[int]] = {}
-        for t, p in keys:
-            by_topic.setdefault(t, []).append(p)
-        topics = [{"name": t, "partition_indexes": sorted(ps)} for t, ps in sorted(by_topic.items())]
+    topics = None if keys is None else [{"name": t, "partition_indexes": ps} for t, ps in by_topic(keys).items()]
     answer = conn.call(46, conn.version(46, 0), {"timeout_ms": REQUEST_TIMEOUT_MS, "topics": topics})
     if answer.error_code:
         raise ApplyError(f"ListPartitionReassignments: {_error(answer.error_code, answer.error_message)}")
@@ -211,11 +206,9 @@ def list_reassignments(admin: Admin, keys: list[Key] | None = None) -> dict[Key,
 def alter_reassignments(admin: Admin, targets: dict[Key, tuple[int, ...]]) -> None:
     """AlterPartitionReassignments; ApplyError naming the first partition refused."""
     conn = admin.bootstrap
-    topics: dict[str, list] = {}
-    for (t, p), replicas in targets.items():
-        topics.setdefault(t, []).append({"partition_index": p, "replicas": list(replicas)})
     answer = conn.call(45, conn.version(45, 0), {"timeout_ms": REQUEST_TIMEOUT_MS, "topics": [
-        {"name": t, "partitions": ps} for t, ps in topics.items()]})
+        {"name": t, "partitions": [{"partition_index": p, "replicas": list(targets[(t, p)])} for p in ps]}
+        for t, ps in by_topic(targets).items()]})
     if answer.error_code:
         raise ApplyError(f"AlterPartitionReassignments: {_error(answer.error_code, answer.error_message)}")
     for t in answer.responses:

@@ -4,7 +4,7 @@ partition sizes (a partition's size is the largest any of its replicas reports).
 from __future__ import annotations
 
 from kcoord.protocol_client import Admin, ProtocolError
-from kcoord.reassign.model import Cluster, Partition
+from kcoord.reassign.model import Cluster, Partition, by_topic
 from wire.errors import ErrorCode
 
 
@@ -14,12 +14,8 @@ def replica_sizes(admin: Admin, brokers: dict[int, tuple[str, int]],
     """(topic, partition, broker) -> the bytes that broker holds of the partition (a replica
     being added: what it has copied so far), from DescribeLogDirs on each of `brokers`, for
     `partitions` (None: all); and one line per broker that could not say."""
-    topics = None
-    if partitions is not None:
-        by_topic: dict[str, list[int]] = {}
-        for t, p in partitions:
-            by_topic.setdefault(t, []).append(p)
-        topics = [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(by_topic.items())]
+    topics = None if partitions is None else \
+        [{"topic": t, "partitions": ps} for t, ps in by_topic(partitions).items()]
     sizes: dict[tuple[str, int, int], int] = {}
     problems = []
     for node_id, (host, port) in sorted(brokers.items()):

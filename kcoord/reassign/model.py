@@ -81,6 +81,15 @@ def check_assignment(assignment: dict[tuple[str, int], tuple[int, ...]], partiti
             raise PlanError(f"the plan gives {t}-{p} the replica list {list(replicas)}: empty or repeated")
 
 
+def by_topic(keys) -> dict[str, list[int]]:
+    """(topic, partition) pairs as topic -> its partitions, both sorted: the shape of the
+    per-topic lists Kafka's requests take."""
+    out: dict[str, list[int]] = {}
+    for t, p in sorted(keys):
+        out.setdefault(t, []).append(p)
+    return out
+
+
 def changed(before: Cluster, after: Cluster) -> dict[tuple[str, int], tuple[int, ...]]:
     """Partition -> new replica list, for each partition whose list (or its order) differs."""
     old = before.assignment()
