@@ -2,7 +2,8 @@
 a plan from `kcoord reassign plan` carried out in batches leaves the cluster exactly as planned
 and no throttle behind; an apply interrupted (Ctrl-C, then kill -9) mid-batch resumes and
 finishes without submitting anything twice; on a terminal it draws a progress bar; a stale
-plan, an unknown broker and other bad input are one line, exit 1, and nothing changes."""
+plan, an unknown broker and other bad input are one line, exit 1, and nothing changes; a
+batch that outlives --timeout stops the apply, not its moves."""
 from __future__ import annotations
 
 import errno
@@ -271,6 +272,19 @@ def test_a_stale_plan_is_refused_and_nothing_moves(cluster, tmp_path):
     assert _placement(cluster, topic) == before and _reassigning(cluster) == {}
     assert _throttles(cluster, topic) == {**NO_THROTTLES, topic: {}}
     assert not (tmp_path / "plan.state.json").exists()
+
+
+def test_a_batch_that_outlives_the_timeout_stops_the_apply_and_its_moves_go_on(cluster, tmp_path):
+    topic = _topic(cluster, [[3, 0]], {0: 20})
+    plan, _ = _plan(cluster, tmp_path, topic, "--remove-broker", "3", "--add-broker", "1")
+    stopped = _kcoord("apply", "--bootstrap", cluster.bootstrap, "--plan", str(plan), "--throttle", "1",
+                      "--timeout", "1")
+    assert (stopped.returncode, stopped.stdout) == (1, "")
+    assert stopped.stderr.splitlines()[-1] == (
+        f"kcoord reassign apply: batch 1/1 did not finish within --timeout 1 s ({topic}-0 still moving); its "
+        "reassignments go on: run the same command again to wait for them")
+    assert set(_reassigning(cluster)) == {(topic, 0)}
+    assert _state(tmp_path / "plan.state.json")["batches"] == [{"partitions": [[topic, 0]], "done": False}]
 
 
 def test_bad_input_is_one_line_exit_1_and_changes_nothing(cluster, tmp_path):
