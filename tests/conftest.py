@@ -67,7 +67,8 @@ ESTIMATES = {
                                      # through the cluster proxy (serially, kcoord / Kafka: rolling bounce 18-25 / 62-70 s,
                                      # kill 34-81 / 35-51 s, parked join 10-18 / 16-28 s; 2026-11-26), Connect [kafka]
                                      # ~40 s, leadership answers ~25 s, the cluster tools ~25 s, kafka-reassign-partitions
-                                     # on both ~40 s (2026-11-26, under load); the group's files ran 6 min serially
+                                     # on both ~40 s (2026-11-26, under load), `kcoord reassign apply` and
+                                     # --execute of a kcoord plan ~10 s; the group's files ran 6 min serially
     "streams-kafka": 185,         # test_streams_groups.py [kafka]: streams groups (KIP-1071) with Kafka Streams JVMs on a
                                   # Kafka of their own with 20 s streams sessions: scale out/in, kills, restarts, a
                                   # standby's promotion, a classic static restart (~200 s serially, 2026-11-26)

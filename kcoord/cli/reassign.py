@@ -1,21 +1,29 @@
-"""`kcoord reassign plan` and `kcoord reassign score`: plan partition reassignments for any
-Kafka-compatible cluster (read over the admin protocol) and measure a placement on the six
-criteria of docs/reassignment.md.
+"""`kcoord reassign plan`, `score` and `apply`: plan partition reassignments for any
+Kafka-compatible cluster (read over the admin protocol), measure a placement on the six
+criteria of docs/reassignment.md, and carry a plan out.
 
 `plan` prints Kafka's reassignment JSON for `kafka-reassign-partitions --execute` (and changes
-nothing); `score` prints the six numbers for the cluster as it is, or as a plan would leave it.
+nothing); `score` prints the six numbers for the cluster as it is, or as a plan would leave it;
+`apply` moves the plan's partitions in batches (kcoord.reassign.apply), progress on stderr, a
+summary line on stdout.
 Exit status: 0 done; 1 one line on stderr says what was wrong (an unknown broker or topic, an
-impossible rack constraint, an unreachable cluster, a plan that no longer matches the cluster);
-2 a malformed argument (argparse, or a --bootstrap that is not HOST:PORT).
+impossible rack constraint, an unreachable cluster, a plan that no longer matches the cluster,
+a batch the cluster refused or that outlived --timeout); 2 a malformed argument (argparse, or a
+--bootstrap that is not HOST:PORT); 130 / 143 an apply interrupted by Ctrl-C / SIGTERM (its
+moves go on; the same command resumes it).
 """
 from __future__ import annotations
 
 import json
+import signal
 import sys
+from pathlib import Path
 
 from kcoord.cli.cluster import BOOTSTRAP_DEFAULT, Refused, _admin, _run
+from kcoord.cli.main import _at_least
 from kcoord.protocol_client import ProtocolError
-from kcoord.reassign.model import Cluster, PlanError, changed, parse_reassignment_json, reassignment_json
+from kcoord.reassign.apply import Settings
+from kcoord.reassign.model import Cluster, PlanError, changed, parse_plan, parse_reassignment_json, reassignment_json
 from kcoord.reassign.plan import OBJECTIVES, Options, plan, target_brokers
 from kcoord.reassign.score import score
 
@@ -35,6 +43,23 @@ def add_parsers(sub) -> None:
     s.add_argument("--plan", default=None, metavar="FILE", help="Kafka reassignment JSON to score")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
     s.set_defaults(run=_run(_refusing(_score), "kcoord reassign score"))
+    a = rsub.add_parser("apply", help="carry out a plan in batches, with a throttle and progress; resumable")
+    a.add_argument("--plan", required=True, metavar="FILE", help="the plan (Kafka's reassignment JSON)")
+    a.add_argument("--batch", type=_at_least(1), default=Settings.batch, metavar="N",
+                   help="partitions reassigned at a time (default %(default)s)")
+    a.add_argument("--throttle", type=_at_least(1), default=None, metavar="BYTES_PER_S",
+                   help="replication throttle while it runs, as kafka-reassign-partitions --throttle "
+                        "(default: none set); cleared once the plan is complete")
+    a.add_argument("--state", default=None, metavar="FILE",
+                   help="where the batches done are kept (default: the plan's name with .state.json)")
+    a.add_argument("--timeout", type=_at_least(1), default=None, metavar="S",
+                   help="give up when a batch takes longer (its moves go on; default: wait)")
+    a.add_argument("--no-base-check", dest="check_base", action="store_false",
+                   help="apply a plan without kcoord's record of the replicas it was made against "
+                        "(e.g. from kafka-reassign-partitions --generate) to the cluster as it is")
+    a.add_argument("--bootstrap", default=BOOTSTRAP_DEFAULT, metavar="HOST:PORT",
+                   help="any broker of the cluster, or several comma-separated (default %(default)s)")
+    a.set_defaults(run=_run(_refusing(_apply), "kcoord reassign apply"))
     for each in (p, s):
         each.add_argument("--bootstrap", default=BOOTSTRAP_DEFAULT, metavar="HOST:PORT",
                           help="any broker of the cluster, or several comma-separated (default %(default)s)")
@@ -63,27 +88,31 @@ def _options(args) -> Options:
                    tolerance=getattr(args, "tolerance", Options.tolerance))
 
 
-def _cluster(args, options: Options) -> Cluster:
-    from kcoord.reassign.fetch import read_cluster
+def _cluster(args, options: Options) -> tuple[Cluster, str | None]:
+    """The cluster as the planner sees it, and its id."""
+    from kcoord.reassign.fetch import cluster_id, read_cluster
 
     with _admin(args) as admin:
         try:
             cluster, problems = read_cluster(admin, include_internal=bool(options.topics))
+            identity = cluster_id(admin)
         except (OSError, ProtocolError) as err:
             raise Refused(f"reading --bootstrap {args.bootstrap}: {getattr(err, 'strerror', None) or err}") \
                 from None
     for line in problems:
         print(f"warning: {line} (its replicas count as empty)", file=sys.stderr)
-    return cluster
+    return cluster, identity
 
 
 def _plan(args) -> int:
     if not 0 <= args.tolerance < 1:
         raise Refused(f"--tolerance {args.tolerance}: expected a fraction from 0 up to 1")
     options = _options(args)
-    cluster = _cluster(args, options)
+    cluster, identity = _cluster(args, options)
     planned = plan(cluster, options)
-    text = json.dumps(reassignment_json(changed(cluster, planned)))
+    moves = changed(cluster, planned)
+    # The replicas each move starts from: `kcoord reassign apply` refuses the plan once they differ.
+    text = json.dumps(reassignment_json(moves, {k: cluster.partition(k).replicas for k in moves}, identity))
     if args.output:
         with open(args.output, "w") as out:
             out.write(text + "\n")
@@ -92,16 +121,57 @@ def _plan(args) -> int:
     return 0
 
 
+class _Terminated(Exception):
+    """SIGTERM, raised where the apply is, as Ctrl-C raises KeyboardInterrupt."""
+
+
+def _apply(args) -> int:
+    from kcoord.reassign.apply import Applier, ApplyError, StateFile, default_state_path, fingerprint
+    from kcoord.reassign.progress import Bar, Lines, summary_line
+
+    plan = parse_plan(_read_plan(args.plan))
+    state = StateFile.load(Path(args.state) if args.state else default_state_path(args.plan), fingerprint(plan))
+    reporter = Bar(sys.stderr) if sys.stderr.isatty() else Lines(sys.stderr)
+    settings = Settings(batch=args.batch, throttle=args.throttle, timeout=args.timeout, check_base=args.check_base)
+
+    def terminated(signum, frame):
+        raise _Terminated()
+
+    with _admin(args) as admin:
+        applier = Applier(admin, plan, state, settings, reporter)
+        previous = signal.signal(signal.SIGTERM, terminated)
+        try:
+            summary = applier.run()
+        except (KeyboardInterrupt, _Terminated) as stop:
+            where = applier.current
+            reporter.line("kcoord reassign apply: interrupted"
+                          + (f" in batch {where.batch}/{where.batches}: its reassignments go on in the cluster"
+                             if where else "")
+                          + f"; run the same command again to resume (state: {state.path})")
+            return 128 + (signal.SIGINT if isinstance(stop, KeyboardInterrupt) else signal.SIGTERM)
+        except ApplyError as err:
+            raise Refused(str(err)) from None
+        except (OSError, ProtocolError) as err:
+            raise Refused(f"--bootstrap {args.bootstrap}: {getattr(err, 'strerror', None) or err}; the same "
+                          f"command goes on from where this one stopped (state: {state.path})") from None
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    print(summary_line(summary))
+    return 0
+
+
+def _read_plan(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as err:
+        raise Refused(f"--plan {path}: {err.strerror}") from None
+
+
 def _score(args) -> int:
     options = _options(args)
-    text = None
-    if args.plan:
-        try:
-            with open(args.plan) as f:
-                text = f.read()
-        except OSError as err:
-            raise Refused(f"--plan {args.plan}: {err.strerror}") from None
-    cluster = _cluster(args, options)
+    text = _read_plan(args.plan) if args.plan else None
+    cluster, _ = _cluster(args, options)
     targets = target_brokers(cluster, options)
     before = cluster.topics(options.topics) if options.topics is not None else cluster
     after = before.with_assignment(parse_reassignment_json(text)) if text is not None else before

@@ -4,19 +4,24 @@ partition sizes (a partition's size is the largest any of its replicas reports).
 from __future__ import annotations
 
 from kcoord.protocol_client import Admin, ProtocolError
-from kcoord.reassign.model import Cluster, Partition
+from kcoord.reassign.model import Cluster, Partition, by_topic
 from wire.errors import ErrorCode
 
 
-def log_dir_sizes(admin: Admin, brokers: dict[int, tuple[str, int]]) -> tuple[dict[tuple[str, int], int], list[str]]:
-    """(topic, partition) -> bytes, from DescribeLogDirs on each broker, and one line per
-    broker that could not say (its replicas then count as empty)."""
-    sizes: dict[tuple[str, int], int] = {}
+def replica_sizes(admin: Admin, brokers: dict[int, tuple[str, int]],
+                  partitions: list[tuple[str, int]] | None = None
+                  ) -> tuple[dict[tuple[str, int, int], int], list[str]]:
+    """(topic, partition, broker) -> the bytes that broker holds of the partition (a replica
+    being added: what it has copied so far), from DescribeLogDirs on each of `brokers`, for
+    `partitions` (None: all); and one line per broker that could not say."""
+    topics = None if partitions is None else \
+        [{"topic": t, "partitions": ps} for t, ps in by_topic(partitions).items()]
+    sizes: dict[tuple[str, int, int], int] = {}
     problems = []
     for node_id, (host, port) in sorted(brokers.items()):
         try:
             conn = admin.connect(host, port)
-            answer = conn.call(35, conn.version(35, 4, 1), {"topics": None})
+            answer = conn.call(35, conn.version(35, 4, 1), {"topics": topics})
         except (OSError, ProtocolError) as err:
             problems.append(f"broker {node_id}: DescribeLogDirs: {getattr(err, 'strerror', None) or err}")
             continue
@@ -27,9 +32,24 @@ def log_dir_sizes(admin: Admin, brokers: dict[int, tuple[str, int]]) -> tuple[di
             for t in result.topics:
                 for p in t.partitions:
                     if not p.is_future_key:
-                        key = (t.name, p.partition_index)
+                        key = (t.name, p.partition_index, node_id)
                         sizes[key] = max(sizes.get(key, 0), p.partition_size)
     return sizes, problems
+
+
+def log_dir_sizes(admin: Admin, brokers: dict[int, tuple[str, int]]) -> tuple[dict[tuple[str, int], int], list[str]]:
+    """(topic, partition) -> bytes, the largest any of its replicas reports, and one line per
+    broker that could not say (its replicas then count as empty)."""
+    sizes: dict[tuple[str, int], int] = {}
+    per_replica, problems = replica_sizes(admin, brokers)
+    for (topic, partition, _), size in per_replica.items():
+        sizes[(topic, partition)] = max(sizes.get((topic, partition), 0), size)
+    return sizes, problems
+
+
+def cluster_id(admin: Admin) -> str | None:
+    """The id Metadata gives the cluster (None from a broker too old to say)."""
+    return admin.metadata([]).get("cluster_id")
 
 
 def read_cluster(admin: Admin, include_internal: bool = False) -> tuple[Cluster, list[str]]:
