@@ -57,9 +57,10 @@ ESTIMATES = {
                                   # test_task_assignor_vs_kafka.py: ~1,600 through another running its StickyTaskAssignor (~5 s);
                                   # test_simple_assignor_vs_kafka.py: ~1,900 share-group problems (~5 s)
     "acl-kafka": 110,             # test_acl_scram_admin.py, test_topic_acls.py (~50 s): reference Kafkas with an authorizer
-    "connect": 450,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
-                                  # reference Kafka of its own, eager and sessioned (166 s serially), rolling
-                                  # restart (73 s), kcoord restarted under workers x2 (62 s), 2026-11-24
+    "connect": 600,               # test_connect.py: Connect clusters (3-4 worker JVMs) on kcoord, then on a
+                                  # reference Kafka of its own, eager and sessioned (166 s serially; 270 s in a
+                                  # full run with the 35 s delay, 2026-11-27), rolling restart (73 s), kcoord
+                                  # restarted under workers x2 (62 s), 2026-11-24
     "reference-kafka-cluster": 500,  # the three-node reference Kafka (reference_kafka_cluster): start ~12 s, the smoke
                                      # test's kill, restart and controlled shutdown ~25 s (~40 s serially, 2026-11-26);
                                      # `kcoord partition balance` against a controlled shutdown, then the restart ~20 s;

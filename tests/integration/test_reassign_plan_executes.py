@@ -1,7 +1,8 @@
-"""A plan from `kcoord reassign plan` executed by Kafka's own `kafka-reassign-partitions`, on a
-three-broker kcoord and on the three-node reference Kafka alike: a topic's replicas are moved
-off one broker, `--execute` takes the plan as it is, `--verify` sees it completed, the cluster
-ends exactly as planned, and planning it again moves nothing."""
+"""A plan from `kcoord reassign plan` executed by Kafka's own `kafka-reassign-partitions` on a
+three-broker kcoord: a topic's replicas are moved off one broker, `--execute` takes the plan as
+it is (kcoord's record of what it was made against included), `--verify` sees it completed, the
+cluster ends exactly as planned, and planning it again moves nothing. The same on the reference
+Kafka is in test_reassign_apply.py."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from pathlib import Path
 from kafka import KafkaProducer
 
 from kcoord.protocol_client import Admin
-from kcoord.testing.failover import KafkaCluster, KcoordCluster
+from kcoord.testing.failover import KcoordCluster
 from kcoord.testing.kafka_tools import ToolSession
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,9 +80,7 @@ def _planned_and_executed(cluster, tmp_path: Path) -> dict:
         sum(b in r for r in after.values()) for b in _brokers(cluster.bootstrap) if b != victim)}
 
 
-def test_a_kcoord_plan_runs_with_kafkas_own_tool_on_kcoord_and_on_kafka(reference_kafka_cluster, tmp_path):
-    on_kafka = _planned_and_executed(KafkaCluster(reference_kafka_cluster), tmp_path)
+def test_a_kcoord_plan_runs_with_kafkas_own_tool_on_kcoord(tmp_path):
     with KcoordCluster() as kcoord:
-        on_kcoord = _planned_and_executed(kcoord, tmp_path)
-    # Kafka's own placement of the topic differs from kcoord's; what the plan leaves does not.
-    assert on_kcoord["replicas per broker"] == on_kafka["replicas per broker"] == [6, 6]
+        done = _planned_and_executed(kcoord, tmp_path)
+    assert done["moved"] >= 4 and done["replicas per broker"] == [6, 6]
