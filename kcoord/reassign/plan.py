@@ -36,7 +36,7 @@ class Options:
     topics: frozenset[str] | None = None
     objective: str = "bytes"       # storage balanced by "bytes", or by replica "count" alone
     tolerance: float = 0.05        # a byte spread up to this fraction of the mean counts as balanced
-    count_band: float = 0.5        # balancing bytes: replica counts within this fraction of their share
+    count_band: float = 0.25       # balancing bytes: replica counts within this fraction of their share
     candidates_per_broker: int = 150
 
 
@@ -95,6 +95,14 @@ def plan(cluster: Cluster, options: Options = Options()) -> Cluster:
     check_racks(part, targets)
     placed = place(part, targets, options)
     ordered = order(placed, targets, part)
+    # Re-planning a planned cluster orders it again from its own order: the plan goes on ordering
+    # from its own until that changes nothing, so that a re-plan does not either (the staged
+    # programs are exact stage by stage, not at once, and a second pass can still improve).
+    for _ in range(ORDER_PASSES):
+        again = order(ordered, targets, ordered)
+        if again is ordered:
+            break
+        ordered = again
     return cluster.with_assignment(ordered.assignment()) if options.topics is not None else \
         Cluster(cluster.racks, ordered.partitions)
 
@@ -334,6 +342,7 @@ def order(cluster: Cluster, targets: set[int], before: Cluster) -> Cluster:
 
 
 EXACT_ORDER_PAIRS = 400   # (leader, first follower) choices up to which one program orders all
+ORDER_PASSES = 5          # orderings of a plan from its own order, until one changes nothing
 
 
 def _order_exact(cluster: Cluster, targets: set[int], present: dict) -> Cluster:

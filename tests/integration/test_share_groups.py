@@ -91,7 +91,10 @@ def many_workers_one_partition(bootstrap: str) -> dict:
     topic, group = share_group(bootstrap, "many")
     values = [f"v{i:03}" for i in range(60)]
     with ShareWorkers(bootstrap, group, topic, EXPLICIT) as workers:
-        workers.add(3, process_ms="30")
+        # 100 ms a record: one worker alone would take 6 s for the 60, time the others' fetches
+        # come in even under a full suite's load (at 30 ms one worker took all 60 in a run of
+        # 2026-11-27).
+        workers.add(3, process_ms="100")
         workers.wait_polling()
         produce(bootstrap, topic, values)
         workers.wait_for(lambda: len(workers.accepted()) >= len(values), "every record accepted")
