@@ -253,6 +253,11 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
         prog.row({excess: 1.0, top: -1.0, bottom: 1.0}, -tol / unit, INF)
     for key, entries in sorted(per_partition.items()):
         p = cluster.partition(key)
+        # At least one replica stays where it is (unless it must go): moving a partition whole
+        # co-locates it with the others moved alongside, and when one of their brokers fails its
+        # partitions' first followers are all among the few others.
+        if key not in violating and not any(s in strays for s, _, _ in entries) and len(p.replicas) > 1:
+            prog.row({v: 1.0 for _, _, v in entries}, -INF, len(p.replicas) - 1)
         for d in sorted({d for _, d, _ in entries}):
             prog.row({v: 1.0 for _, dd, v in entries if dd == d}, -INF, 1.0)
         if racks_n:
