@@ -199,7 +199,7 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     for b in sorted(over):
         mine = sorted(on_broker.get(b, []), key=lambda p: (p.size, p.key))
         wanted = max(options.candidates_per_broker, 2 * round(load.count[b] - mean_count.get(b, 0)))
-        chosen = mine if b in strays else _spread_sample(mine, wanted) + mine[-(wanted // 4):]
+        chosen = mine if b in strays else _spread_sample(mine, wanted) + mine[max(0, len(mine) - wanted // 4):]
         chosen_partitions |= {p.key for p in chosen}
     candidates = {(key, b) for key in chosen_partitions for b in cluster.partition(key).replicas
                   if b in over or key in violating}
