@@ -24,6 +24,7 @@ import threading
 import time
 
 stop = threading.Event()
+JOIN_POLL_MS = 5000
 
 
 def emit(**event):
@@ -81,7 +82,12 @@ def run_kafka_python(a):
     subscribe_kafka_python(c, [a.topic], listener=Listener())
     try:
         while not stop.is_set():
-            c.poll(timeout_ms=200)
+            # A (re)join gets a poll of its own with time to finish. kafka-python (3.0.12) keeps
+            # a JoinGroup/SyncGroup that outlives poll()'s timeout in flight, but if it ends
+            # before the next poll() looks at it, that poll throws the finished result away and
+            # joins again: one JoinGroup/SyncGroup more (a CI run of 2026-11-27 saw it when the
+            # first poll's 200 ms were mostly spent finding the coordinator).
+            c.poll(timeout_ms=JOIN_POLL_MS if c._coordinator.need_rejoin() else 200)
     except Exception as exc:
         emit(event="error", error=type(exc).__name__, message=str(exc))
         if "Fenced" in type(exc).__name__:

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from kcoord.conformance.rawclient import RawConnection
 from wire.errors import ErrorCode as E
 
-JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH, FIND, CREATE, API_VERSIONS = 11, 14, 12, 13, 8, 9, 10, 19, 18
+JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT, FETCH, FIND, CREATE, API_VERSIONS, METADATA = 11, 14, 12, 13, 8, 9, 10, 19, 18, 3
 # Versions the scenarios speak (downgraded to what the broker advertises).
-PREFERRED = {JOIN: 5, SYNC: 3, HEARTBEAT: 3, LEAVE: 3, COMMIT: 7, FETCH: 5, FIND: 2, CREATE: 4}
+PREFERRED = {JOIN: 5, SYNC: 3, HEARTBEAT: 3, LEAVE: 3, COMMIT: 7, FETCH: 5, FIND: 2, CREATE: 4, METADATA: 4}
+# How long a new topic may take to reach every broker's metadata (a loaded reference Kafka is slow).
+TOPIC_READY_S = 30.0
 SESSION_MS, REBALANCE_MS = 10000, 30000
 
 
@@ -443,7 +445,30 @@ async def _create_topic(b: Broker, topic: str, partitions: int = 1) -> None:
         code = r.topics[0].error_code
         if code not in (0, E.TOPIC_ALREADY_EXISTS):
             raise AssertionError(f"CreateTopics({topic}) -> {_name(code)}")
-    await asyncio.sleep(0.5)  # let metadata settle on multi-node brokers
+    await _until_known(b, topic, partitions)
+
+
+async def _until_known(b: Broker, topic: str, partitions: int) -> None:
+    """Until every broker's metadata has the topic with a leader for each partition: Kafka
+    answers CreateTopics before its brokers' metadata caches have the topic, and an OffsetCommit
+    meanwhile gets UNKNOWN_TOPIC_OR_PARTITION (seen on a loaded reference Kafka in CI)."""
+    deadline = asyncio.get_running_loop().time() + TOPIC_READY_S
+    pending = [(b.host, b.port)]
+    seen: set[tuple[str, int]] = set()
+    while pending:
+        host, port = pending[0]
+        async with RawConnection(host, port) as c:
+            r = await c.call(METADATA, b.version(METADATA), {"topics": [{"name": topic}],
+                                                              "allow_auto_topic_creation": False})
+        t = r.topics[0] if r.topics else None
+        if t is not None and t.error_code == 0 and len(t.partitions) == partitions \
+                and all(p.leader_id >= 0 for p in t.partitions):
+            seen.add((host, port))
+            pending = [(n.host, n.port) for n in r.brokers if (n.host, n.port) not in seen]
+            continue
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{topic} not in the metadata of {host}:{port} within {TOPIC_READY_S:.0f}s")
+        await asyncio.sleep(0.1)
 
 
 async def _fetch(conn, b, group, topic):

@@ -167,7 +167,8 @@ class ShMember:
         while True:
             r = await self.fetch(topic_id, wait_ms=500, **kw)
             kw.pop("acks", None)
-            if r.error_code or _partition(r).error_code:
+            p = _partition(r)  # None while Kafka's share partition is still loading its state
+            if r.error_code or (p is not None and p.error_code):
                 return [fetched(r)]
             got += acquired(r)
             if sum(_count(a) for a in got) >= count:
@@ -270,11 +271,31 @@ async def _fetching_member(b: Broker, prefix: str, records: int) -> tuple[ShMemb
     """A member of a new group reading from the earliest offset, assigned its topic's one
     partition, with `records` records produced to it; the member and its topic id."""
     topic, group = await _group(b, prefix, earliest=True)
-    await _produce(b, topic, *(f"r{i}".encode() for i in range(records)))
     m = await ShMember(b, group, [topic]).open()
     await m.join()
     await m.until_assigned(1)
-    return m, await _topic_id(b, topic)
+    tid = await _topic_id(b, topic)
+    await _loaded(m, tid)
+    await _produce(b, topic, *(f"r{i}".encode() for i in range(records)))
+    return m, tid
+
+
+async def _loaded(m: ShMember, tid) -> None:
+    """Until the broker's share partition has loaded its state: Kafka loads it from the share
+    coordinator on the first ShareFetch, and until then answers a fetch with no partitions at
+    all (a loaded CI run took longer than a short fetch's wait). A session opened and closed
+    before any record is produced, so nothing is acquired and the scenario opens its own."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while True:
+        r = await m.fetch(tid, wait_ms=500)
+        if r.error_code:
+            raise AssertionError(f"ShareFetch while loading: {fetched(r)}")
+        await m.fetch(tid, epoch=-1, forget=True)
+        m.session_epoch = 0
+        if _partition(r) is not None:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the share partition did not load within {READY_TIMEOUT:.0f}s")
 
 
 async def _another_member(m: ShMember) -> ShMember:
@@ -486,12 +507,14 @@ async def acquire_accept_release_reject(b: Broker) -> Outcome:
     try:
         seen = {"acquired": await m.fetch_until(tid, 3)}
         r = await m.fetch(tid, acks=[(0, 0, ACCEPT), (1, 1, RELEASE), (2, 2, REJECT)])
-        seen["after accept/release/reject"] = fetched(r)
-        if not acquired(r):
-            seen["after accept/release/reject"] += f" then {await m.fetch_until(tid, 1)}"
+        # The released record comes back in this answer, or (when Kafka's release is still
+        # being written as the fetch is served, seen under load) in a later one.
+        p = _partition(r)
+        seen["after accept/release/reject"] = fetched(r) if r.error_code or (p and (
+            p.error_code or p.acknowledge_error_code)) else f"NONE redelivered {acquired(r) or await m.fetch_until(tid, 1)}"
         seen["accept the redelivered"] = acknowledged(await m.acknowledge(tid, [(1, 1, ACCEPT)]))
         seen["then"] = fetched(await m.fetch(tid))
-        want = {"acquired": ["0-2 x1"], "after accept/release/reject": "NONE acquired ['1-1 x2']",
+        want = {"acquired": ["0-2 x1"], "after accept/release/reject": "NONE redelivered ['1-1 x2']",
                 "accept the redelivered": "NONE (None)", "then": "no partitions"}
         return _outcome(seen, want)
     finally:
