@@ -103,8 +103,16 @@ STREAMS_ROWS = ",".join(check.streams_check_scenarios.SCENARIOS)
 
 
 def test_the_streams_rows_pass_against_the_reference_kafka(reference_kafka):
-    proc = _check(reference_kafka.bootstrap, STREAMS_ROWS, 300)
-    report = json.loads(proc.stdout)
+    report = json.loads(_check(reference_kafka.bootstrap, STREAMS_ROWS, 300).stdout)
+    # The reference Kafka has answered a streams join whose topology has a changelog topic with
+    # UNKNOWN_SERVER_ERROR under a loaded full run (2026-11-27): an internal error of the judge,
+    # not an answer to model. Such a row is run once more; any other failure, or the same one
+    # twice, fails the test.
+    glitched = [r["scenario"] for r in report["results"] if "UNKNOWN_SERVER_ERROR" in r["observed"]]
+    if glitched:
+        print(f"rerunning {glitched} after UNKNOWN_SERVER_ERROR: {json.dumps(report, indent=1)}")
+        again = json.loads(_check(reference_kafka.bootstrap, ",".join(glitched), 300).stdout)["results"]
+        report["results"] = [r for r in report["results"] if r["scenario"] not in glitched] + again
     assert {r["scenario"]: r["status"] for r in report["results"]} == {
         s: "pass" for s in check.streams_check_scenarios.SCENARIOS}, json.dumps(report, indent=1)
 
