@@ -8,6 +8,7 @@ Three programs, each small enough for a 40-broker, 10,000-partition cluster:
    bytes and partitions moved. Candidates are the replicas of brokers above their share (a
    spread sample of them by size), of removed brokers and of rack-violating partitions;
    destinations the brokers below their share. A placement already within bounds is kept.
+   A large cluster whose racks fix each rack's share gets one program per rack.
 2. order (milp): each partition's leader and first follower (where a failed leader's
    partitions go), minimising the preferred-leader spread plus the worst spread among the
    survivors of any one broker's failure, then changes to the present order: one exact program
@@ -94,6 +95,15 @@ def plan(cluster: Cluster, options: Options = Options()) -> Cluster:
     part = scope(cluster, options)
     check_racks(part, targets)
     placed = place(part, targets, options)
+    # Likewise the placement: solved to within a gap, it can leave the byte spread a little
+    # beyond the tolerance where one more small move would have cost less than the spread left;
+    # a re-plan's program, whose objective is then that small remainder, would make the move.
+    # Placing again from the result until that changes nothing leaves a re-plan nothing to do.
+    for _ in range(PLACE_PASSES):
+        again = place(placed, targets, options)
+        if again is placed:
+            break
+        placed = again
     ordered = order(placed, targets, part)
     # Re-planning a planned cluster orders it again from its own order: the plan goes on ordering
     # from its own until that changes nothing, so that a re-plan does not either (the staged
@@ -137,9 +147,24 @@ def _spread_sample(items: list, k: int) -> list:
     return [items[(i * len(items)) // k] for i in range(k)]
 
 
-def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
+@dataclass
+class _Frame:
+    """What the placement program balances against: each broker's group (its rack when the
+    racks fix each rack's share, else one group), count band, byte share and deviation."""
+    group: dict[int, str | None]
+    lo: dict[int, int]
+    hi: dict[int, int]
+    mean_count: dict[int, float]
+    deviation: dict[int, float]
+    tol: float
+    unit: float
+    by_size: bool
+    caps: dict[tuple[str, int], int]
+    racks_n: int
+
+
+def _frame(cluster: Cluster, targets: set[int], options: Options, load: _Load) -> _Frame:
     racks_n = rack_count(cluster, targets)
-    load = _load(cluster, targets)
     total_count = sum(len(p.replicas) for p in cluster.partitions)
     total_size = sum(p.size * len(p.replicas) for p in cluster.partitions)
     by_size = options.objective == "bytes" and total_size > 0
@@ -166,27 +191,47 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     hi = {b: ceil(mean_count[b] * (1 + band)) for b in targets}
     share = {b: share_size[group[b]] / members[group[b]] for b in targets}
     mean = total_size / len(targets)
-    tol = options.tolerance * mean
-    deviation = {b: load.size[b] - share[b] for b in targets}
-    caps = {p.key: rack_cap(len(p.replicas), racks_n) for p in cluster.partitions}
-    violating = {p.key for p in cluster.partitions if racks_n and _violating(p, cluster.racks, caps[p.key])}
+    return _Frame(group, lo, hi, mean_count, {b: load.size[b] - share[b] for b in targets},
+                  options.tolerance * mean, mean / 1000 if total_size else 1.0, by_size,
+                  {p.key: rack_cap(len(p.replicas), racks_n) for p in cluster.partitions}, racks_n)
+
+
+def _spreads(frame: _Frame, separately: bool) -> list[float]:
+    """The byte spreads (most minus least deviation from the share): one over all brokers, or
+    one per group when the groups are planned separately."""
+    groups = sorted(set(frame.group.values()), key=str) if separately else [None]
+    out = []
+    for g in groups:
+        devs = [d for b, d in frame.deviation.items() if not separately or frame.group[b] == g]
+        out.append(max(devs) - min(devs))
+    return out
+
+
+def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
+    load = _load(cluster, targets)
+    f = _frame(cluster, targets, options, load)
+    violating = {p.key for p in cluster.partitions if f.racks_n and _violating(p, cluster.racks, f.caps[p.key])}
     strays = {b for b in load.count if b not in targets and load.count[b]}
-    count_ok = all(lo[b] <= load.count[b] <= hi[b] for b in targets)
-    size_ok = not by_size or max(deviation.values()) - min(deviation.values()) <= tol
+    # A large cluster whose racks fix each rack's share is planned rack by rack: a replica then
+    # only moves within its rack, so the racks' programs share nothing but which partitions have
+    # moved already, and three programs of a third the size close far sooner than one.
+    separately = (len(cluster.partitions) >= SEPARATE_RACKS_FROM and len(set(f.group.values())) > 1
+                  and not violating and not strays)
+    count_ok = all(f.lo[b] <= load.count[b] <= f.hi[b] for b in targets)
+    size_ok = not f.by_size or max(_spreads(f, separately)) <= f.tol
     if not violating and not strays and count_ok and size_ok:
         return cluster
 
-    over = strays | {b for b in targets if load.count[b] > hi[b] or (by_size and deviation[b] > tol / 2)}
+    deviation, tol = f.deviation, f.tol
+    over = strays | {b for b in targets if load.count[b] > f.hi[b] or (f.by_size and deviation[b] > tol / 2)}
     if not over and not size_ok:   # spread too wide with nobody far above: take from the fullest
         over = {b for b in targets if deviation[b] > 0}
     if not over and not count_ok:
-        over = {b for b in targets if load.count[b] > mean_count[b]}
-    under = {b for b in targets if load.count[b] < lo[b] or (by_size and deviation[b] < -tol / 2)}
+        over = {b for b in targets if load.count[b] > f.mean_count[b]}
+    under = {b for b in targets if load.count[b] < f.lo[b] or (f.by_size and deviation[b] < -tol / 2)}
     if not size_ok and not under:
         under = {b for b in targets if deviation[b] < 0}
-    under |= {b for b in targets if load.count[b] < hi[b] and b not in over} if not under else set()
-    under = sorted(under)
-    unit = mean / 1000 if total_size else 1.0   # sizes scaled so a broker's share is ~1000
+    under |= {b for b in targets if load.count[b] < f.hi[b] and b not in over} if not under else set()
 
     on_broker: dict[int, list[Partition]] = {}
     for p in cluster.partitions:
@@ -198,13 +243,52 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     chosen_partitions: set[tuple[str, int]] = set(violating)
     for b in sorted(over):
         mine = sorted(on_broker.get(b, []), key=lambda p: (p.size, p.key))
-        wanted = max(options.candidates_per_broker, 2 * round(load.count[b] - mean_count.get(b, 0)))
+        wanted = max(options.candidates_per_broker,
+                     CANDIDATES_PER_EXCESS * round(load.count[b] - f.mean_count.get(b, 0)))
         chosen = mine if b in strays else _spread_sample(mine, wanted) + mine[max(0, len(mine) - wanted // 4):]
         chosen_partitions |= {p.key for p in chosen}
     candidates = {(key, b) for key in chosen_partitions for b in cluster.partition(key).replicas
                   if b in over or key in violating}
-    destinations_all = sorted(set(under) | (set(targets) if violating else set()))
+    if not separately:
+        chosen_moves = _placement(cluster, targets, f, load, candidates, sorted(under), violating, strays, set(targets))
+        return _moved(cluster, chosen_moves)
+    moved: dict[tuple[str, int], int] = {}
+    for g in sorted(set(f.group.values()), key=str):
+        brokers = {b for b in targets if f.group[b] == g}
+        mine = {(k, b) for k, b in candidates if b in brokers}
+        chosen_moves = _placement(cluster, targets, f, load, mine, sorted(set(under) & brokers), violating, strays,
+                                  brokers, moved)
+        for k, _ in chosen_moves:
+            moved[k] = moved.get(k, 0) + 1
+        cluster = _moved(cluster, chosen_moves)
+    return cluster
 
+
+SEPARATE_RACKS_FROM = 2000   # partitions from which racks that fix their shares are planned one by one
+CANDIDATES_PER_EXCESS = 2    # candidate partitions of a broker above its share, per replica it holds beyond it
+PLACE_PASSES = 3             # placements of a plan from its own placement, until one changes nothing
+
+
+def _moved(cluster: Cluster, chosen: dict[tuple[tuple[str, int], int], int]) -> Cluster:
+    if not chosen:
+        return cluster
+    replaced = []
+    for p in cluster.partitions:
+        if any((p.key, b) in chosen for b in p.replicas):
+            p = replace(p, replicas=tuple(chosen.get((p.key, b), b) for b in p.replicas), isr=None)
+        replaced.append(p)
+    return Cluster(cluster.racks, tuple(replaced))
+
+
+def _placement(cluster: Cluster, targets: set[int], f: _Frame, load: _Load, candidates, under: list[int],
+               violating: set, strays: set[int], brokers: set[int],
+               moved: dict[tuple[str, int], int] | None = None) -> dict[tuple[tuple[str, int], int], int]:
+    """One placement program over `candidates`, balancing `brokers`: the moves it chooses,
+    (partition, source) -> destination. `moved` counts the replicas of each partition that
+    earlier programs moved (those partitions are paid for already)."""
+    moved = moved or {}
+    group, unit = f.group, f.unit
+    destinations_all = sorted(set(under) | (set(targets) if violating else set()))
     prog = milp.Program()
     moves: dict[tuple[tuple[str, int], int], dict[int, int]] = {}
     out_of: dict[int, dict[int, float]] = {b: {} for b in load.count}
@@ -221,7 +305,7 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
                 raise PlanError(f"{key[0]}-{key[1]} has nowhere to go from broker {src}")
             continue
         if key not in touched:
-            touched[key] = prog.binary(PARTITION_MOVED)
+            touched[key] = prog.binary(0.0 if key in moved else PARTITION_MOVED)
         # A replica moved costs its bytes; a tiny rank term breaks ties by broker id.
         choice = {d: prog.binary(p.size / unit + 1e-6 * rank) for rank, d in enumerate(dests)}
         moves[(key, src)] = choice
@@ -233,34 +317,37 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
             per_partition.setdefault(key, []).append((src, d, v))
 
     heavy = 1000.0 * 1000   # a replica outside the count band outweighs any byte consideration
-    for b in sorted(targets):
+    for b in sorted(brokers):
         terms = {v: -1.0 for v in out_of[b]} | {v: 1.0 for v in into[b]}
         below, above = prog.var(heavy), prog.var(heavy)
-        prog.row(terms | {below: 1.0}, lo[b] - load.count[b], INF)
-        prog.row(terms | {above: -1.0}, -INF, hi[b] - load.count[b])
-    if by_size:
+        prog.row(terms | {below: 1.0}, f.lo[b] - load.count[b], INF)
+        prog.row(terms | {above: -1.0}, -INF, f.hi[b] - load.count[b])
+    if f.by_size:
         top, bottom = prog.var(0.0, -INF), prog.var(0.0, -INF)
         excess = prog.var(4.0 * (1 + PARTITION_MOVED))   # spread removed is worth its bytes and partitions
-        for b in sorted(targets):
-            terms = {v: -cluster.partition(k).size / unit for (k, s), c in moves.items() if s == b
-                     for v in c.values()}
-            for (k, s), c in moves.items():
-                if b in c:
-                    terms[c[b]] = terms.get(c[b], 0.0) + cluster.partition(k).size / unit
-            base = deviation[b] / unit
-            prog.row(terms | {top: -1.0}, -INF, -base)
-            prog.row(terms | {bottom: -1.0}, -base, INF)
-        prog.row({excess: 1.0, top: -1.0, bottom: 1.0}, -tol / unit, INF)
+        size_terms: dict[int, dict[int, float]] = {b: {} for b in brokers}
+        for (k, s), c in moves.items():
+            size = cluster.partition(k).size / unit
+            for d, v in c.items():
+                if s in size_terms:
+                    size_terms[s][v] = size_terms[s].get(v, 0.0) - size
+                if d in size_terms:
+                    size_terms[d][v] = size_terms[d].get(v, 0.0) + size
+        for b in sorted(brokers):
+            base = f.deviation[b] / unit
+            prog.row(size_terms[b] | {top: -1.0}, -INF, -base)
+            prog.row(size_terms[b] | {bottom: -1.0}, -base, INF)
+        prog.row({excess: 1.0, top: -1.0, bottom: 1.0}, -f.tol / unit, INF)
     for key, entries in sorted(per_partition.items()):
         p = cluster.partition(key)
         # At least one replica stays where it is (unless it must go): moving a partition whole
         # co-locates it with the others moved alongside, and when one of their brokers fails its
         # partitions' first followers are all among the few others.
         if key not in violating and not any(s in strays for s, _, _ in entries) and len(p.replicas) > 1:
-            prog.row({v: 1.0 for _, _, v in entries}, -INF, len(p.replicas) - 1)
+            prog.row({v: 1.0 for _, _, v in entries}, -INF, len(p.replicas) - 1 - moved.get(key, 0))
         for d in sorted({d for _, d, _ in entries}):
             prog.row({v: 1.0 for _, dd, v in entries if dd == d}, -INF, 1.0)
-        if racks_n:
+        if f.racks_n:
             for rack in sorted({cluster.racks[b] for b in targets}, key=str):
                 staying = sum(1 for b in p.replicas if cluster.racks.get(b) == rack)
                 terms: dict[int, float] = {}
@@ -268,8 +355,8 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
                     change = (cluster.racks.get(d) == rack) - (cluster.racks.get(s) == rack)
                     if change:
                         terms[v] = terms.get(v, 0.0) + change
-                if terms or staying > caps[key]:
-                    prog.row(terms, -INF, caps[key] - staying)
+                if terms or staying > f.caps[key]:
+                    prog.row(terms, -INF, f.caps[key] - staying)
     try:
         # Within 1%: the objective is mostly the bytes a balance needs whatever moves them, and
         # choosing which few large partitions carry them is a knapsack whose bound closes slowly
@@ -277,15 +364,7 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
         values = milp.solve(prog, gap=PLACEMENT_GAP, nodes=500)
     except RuntimeError as err:
         raise PlanError(f"no placement satisfies the constraints ({err})") from None
-    chosen = {(k, s): d for (k, s), c in moves.items() for d, v in c.items() if values[v] > 0.5}
-    if not chosen:
-        return cluster
-    replaced = []
-    for p in cluster.partitions:
-        if any((p.key, b) in chosen for b in p.replicas):
-            p = replace(p, replicas=tuple(chosen.get((p.key, b), b) for b in p.replicas), isr=None)
-        replaced.append(p)
-    return Cluster(cluster.racks, tuple(replaced))
+    return {(k, s): d for (k, s), c in moves.items() for d, v in c.items() if values[v] > 0.5}
 
 
 # What moving a partition costs besides its bytes, in the placement program's units (a broker's

@@ -145,3 +145,26 @@ def test_a_stale_plan_is_refused():
         cluster.with_assignment({("topic-0", 0): (1, 42, 2)})
     with pytest.raises(PlanError, match="not Kafka's reassignment JSON"):
         parse_reassignment_json('{"version": 1}')
+
+
+def test_a_large_cluster_is_planned_rack_by_rack_and_replans_to_nothing():
+    # From SEPARATE_RACKS_FROM partitions, racks that fix their shares get a program each: no
+    # replica leaves its rack, each rack's bytes are within the tolerance, and a re-plan (which
+    # checks the racks one by one too) moves nothing.
+    from kcoord.reassign import plan as planner
+
+    cluster = generated(9, planner.SEPARATE_RACKS_FROM, extra_brokers=3, seed=11)
+    options = Options(add=(10, 11, 12))
+    planned = plan(cluster, options)
+    targets = _targets(cluster, options)
+    before = {p.key: p for p in cluster.partitions}
+    for p in planned.partitions:
+        assert sorted(cluster.racks[b] for b in p.replicas) == sorted(cluster.racks[b] for b in before[p.key].replicas)
+    load = bytes_per_broker(planned, targets)
+    mean = sum(load.values()) / len(load)
+    for rack in {cluster.racks[b] for b in targets}:
+        mine = [load[b] for b in targets if cluster.racks[b] == rack]
+        assert max(mine) - min(mine) <= options.tolerance * mean * 1.01, (rack, mine)
+    s = score(cluster, planned, targets)
+    assert s.rack_violations == 0 and 0 < s.partitions_moved < len(cluster.partitions) // 2
+    assert changed(planned, plan(planned)) == {}
