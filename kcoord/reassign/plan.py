@@ -94,27 +94,27 @@ def plan(cluster: Cluster, options: Options = Options()) -> Cluster:
     targets = target_brokers(cluster, options)
     part = scope(cluster, options)
     check_racks(part, targets)
-    placed = place(part, targets, options)
-    # Likewise the placement: solved to within a gap, it can leave the byte spread a little
-    # beyond the tolerance where one more small move would have cost less than the spread left;
-    # a re-plan's program, whose objective is then that small remainder, would make the move.
-    # Placing again from the result until that changes nothing leaves a re-plan nothing to do.
-    for _ in range(PLACE_PASSES):
-        again = place(placed, targets, options)
-        if again is placed:
-            break
-        placed = again
-    ordered = order(placed, targets, part)
-    # Re-planning a planned cluster orders it again from its own order: the plan goes on ordering
-    # from its own until that changes nothing, so that a re-plan does not either (the staged
-    # programs are exact stage by stage, not at once, and a second pass can still improve).
-    for _ in range(ORDER_PASSES):
-        again = order(ordered, targets, ordered)
-        if again is ordered:
-            break
-        ordered = again
+    # A re-plan of the plan places and orders it again from itself, so each stage is repeated
+    # from its own result until that changes nothing, and a re-plan has nothing left to do.
+    # Placement, solved to within a gap, can leave the byte spread a little beyond the tolerance
+    # where one more small move costs less than the spread left (a re-plan, whose objective is
+    # then that remainder, would make it); the staged order programs are exact stage by stage,
+    # not at once, and a second pass can still improve.
+    placed = _settled(lambda c: place(c, targets, options), place(part, targets, options), PLACE_PASSES)
+    ordered = _settled(lambda c: order(c, targets, c), order(placed, targets, part), ORDER_PASSES)
     return cluster.with_assignment(ordered.assignment()) if options.topics is not None else \
         Cluster(cluster.racks, ordered.partitions)
+
+
+def _settled(step, cluster: Cluster, passes: int) -> Cluster:
+    """`step` applied to its own result until it returns its input (the same object), at most
+    `passes` times."""
+    for _ in range(passes):
+        again = step(cluster)
+        if again is cluster:
+            break
+        cluster = again
+    return cluster
 
 
 # ------------------------------------------------------------------ 1. placement
@@ -162,6 +162,10 @@ class _Frame:
     caps: dict[tuple[str, int], int]
     racks_n: int
 
+    @property
+    def groups(self) -> list[str | None]:
+        return sorted(set(self.group.values()), key=str)
+
 
 def _frame(cluster: Cluster, targets: set[int], options: Options, load: _Load) -> _Frame:
     racks_n = rack_count(cluster, targets)
@@ -199,7 +203,7 @@ def _frame(cluster: Cluster, targets: set[int], options: Options, load: _Load) -
 def _spreads(frame: _Frame, separately: bool) -> list[float]:
     """The byte spreads (most minus least deviation from the share): one over all brokers, or
     one per group when the groups are planned separately."""
-    groups = sorted(set(frame.group.values()), key=str) if separately else [None]
+    groups = frame.groups if separately else [None]
     out = []
     for g in groups:
         devs = [d for b, d in frame.deviation.items() if not separately or frame.group[b] == g]
@@ -215,7 +219,7 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
     # A large cluster whose racks fix each rack's share is planned rack by rack: a replica then
     # only moves within its rack, so the racks' programs share nothing but which partitions have
     # moved already, and three programs of a third the size close far sooner than one.
-    separately = (len(cluster.partitions) >= SEPARATE_RACKS_FROM and len(set(f.group.values())) > 1
+    separately = (len(cluster.partitions) >= SEPARATE_RACKS_FROM and len(f.groups) > 1
                   and not violating and not strays)
     count_ok = all(f.lo[b] <= load.count[b] <= f.hi[b] for b in targets)
     size_ok = not f.by_size or max(_spreads(f, separately)) <= f.tol
@@ -253,7 +257,7 @@ def place(cluster: Cluster, targets: set[int], options: Options) -> Cluster:
         chosen_moves = _placement(cluster, targets, f, load, candidates, sorted(under), violating, strays, set(targets))
         return _moved(cluster, chosen_moves)
     moved: dict[tuple[str, int], int] = {}
-    for g in sorted(set(f.group.values()), key=str):
+    for g in f.groups:
         brokers = {b for b in targets if f.group[b] == g}
         mine = {(k, b) for k, b in candidates if b in brokers}
         chosen_moves = _placement(cluster, targets, f, load, mine, sorted(set(under) & brokers), violating, strays,
