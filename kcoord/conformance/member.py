@@ -58,6 +58,15 @@ def subscribe_kafka_python(consumer, topics, listener=None, timeout_ms: int = 10
         time.sleep(0.1)
 
 
+def poll_kafka_python(consumer):
+    """One poll() of a member's loop. A (re)join gets a poll of its own with time to finish:
+    kafka-python (3.0.12) keeps a JoinGroup/SyncGroup that outlives poll()'s timeout in flight,
+    but if it ends before the next poll() looks at it, that poll throws the finished result away
+    and joins again, one JoinGroup/SyncGroup more (a CI run of 2026-11-27 saw it when the first
+    poll's 200 ms were mostly spent finding the coordinator)."""
+    return consumer.poll(timeout_ms=JOIN_POLL_MS if consumer._coordinator.need_rejoin() else 200)
+
+
 def run_kafka_python(a):
     from kafka import KafkaConsumer
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -82,12 +91,7 @@ def run_kafka_python(a):
     subscribe_kafka_python(c, [a.topic], listener=Listener())
     try:
         while not stop.is_set():
-            # A (re)join gets a poll of its own with time to finish. kafka-python (3.0.12) keeps
-            # a JoinGroup/SyncGroup that outlives poll()'s timeout in flight, but if it ends
-            # before the next poll() looks at it, that poll throws the finished result away and
-            # joins again: one JoinGroup/SyncGroup more (a CI run of 2026-11-27 saw it when the
-            # first poll's 200 ms were mostly spent finding the coordinator).
-            c.poll(timeout_ms=JOIN_POLL_MS if c._coordinator.need_rejoin() else 200)
+            poll_kafka_python(c)
     except Exception as exc:
         emit(event="error", error=type(exc).__name__, message=str(exc))
         if "Fenced" in type(exc).__name__:
