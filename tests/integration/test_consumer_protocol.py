@@ -348,7 +348,7 @@ def test_a_classic_member_and_a_consumer_member_share_a_group(broker_any):
         try:
             classic.wait_event("assigned", timeout=60)
             assert _group_type(broker_any, group) == "classic"
-            before = len(proxy.transcript.sorted())
+            before = _last_seq(proxy)
             modern = Member("java4", broker_any.bootstrap, topic, group, group_protocol="consumer")
             members.append(modern)
             _settled(broker_any, group, 2)
@@ -360,10 +360,10 @@ def test_a_classic_member_and_a_consumer_member_share_a_group(broker_any):
             # cover the topic: what the group tells it is only all there once its SyncGroup is answered.
             deadline = time.monotonic() + 30
             while not any(ex["api_key"] == 14 and ex["response"] and ex["response"]["error_code"] == 0
-                          for ex in proxy.transcript.sorted()[before:]):
+                          for ex in proxy.transcript.sorted() if ex["seq"] > before):
                 assert time.monotonic() < deadline, "no SyncGroup answered after the upgrade within 30 s"
                 time.sleep(0.2)
-            during = len(proxy.transcript.sorted())
+            during = _last_seq(proxy)
             # The consumer-protocol member leaves: the group goes back to classic, the classic member
             # takes every partition.
             modern.stop()
@@ -372,9 +372,10 @@ def test_a_classic_member_and_a_consumer_member_share_a_group(broker_any):
         finally:
             _stop(members)
         exchanges = proxy.transcript.sorted()
-    first_join = next(ex for ex in exchanges[:before] if ex["api_key"] == 11 and ex["response"]["error_code"] == 0)
+    first_join = next(ex for ex in exchanges
+                      if ex["seq"] <= before and ex["api_key"] == 11 and ex["response"]["error_code"] == 0)
     member_id = first_join["response"]["member_id"]
-    upgraded = [ex for ex in exchanges[before:during] if ex["api_key"] in (11, 12, 14)]
+    upgraded = [ex for ex in exchanges if before < ex["seq"] <= during and ex["api_key"] in (11, 12, 14)]
     # In the consumer group: told to rejoin by Heartbeat, then served as a follower (leader ""), with
     # its member id kept and its member epoch as generation.
     assert any(ex["api_key"] == 12 and ex["response"]["error_code"] == 27 for ex in upgraded), upgraded
@@ -384,8 +385,15 @@ def test_a_classic_member_and_a_consumer_member_share_a_group(broker_any):
     syncs = [ex for ex in upgraded if ex["api_key"] == 14 and ex["response"]["error_code"] == 0]
     assert syncs and all(ex["request"]["assignments"] == [] for ex in syncs)
     # Back in a classic group: it rejoins and leads it again.
-    later = [ex["response"] for ex in exchanges[during:] if ex["api_key"] == 11 and ex["response"]["error_code"] == 0]
+    later = [ex["response"] for ex in exchanges if ex["seq"] > during and ex["api_key"] == 11 and ex["response"]["error_code"] == 0]
     assert later and later[-1]["leader"] == member_id, later
+
+
+def _last_seq(proxy) -> int:
+    """The sequence number of the latest request the proxy has an answer to: a mark between
+    exchanges. The transcript lists exchanges in request order as they are answered, so one
+    answered later can land before a list index taken now; its sequence number cannot."""
+    return max((ex["seq"] for ex in proxy.transcript.sorted()), default=0)
 
 
 @pytest.mark.parametrize("classic_client, assignor", [("kafka-python", "range"), ("java4", "cooperative-sticky")])
