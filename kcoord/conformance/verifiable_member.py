@@ -22,7 +22,7 @@ import signal
 import sys
 import threading
 
-from kcoord.conformance.member import member_arguments, poll_kafka_python, subscribe_kafka_python
+from kcoord.conformance.member import member_arguments, subscribe_kafka_python
 
 stop = threading.Event()
 
@@ -86,7 +86,7 @@ def run_kafka_python(a) -> None:
     emit("startup_complete")
     while not stop.is_set():
         try:
-            records = poll_kafka_python(c)
+            records = c.poll(timeout_ms=200)
         except KafkaError as err:
             # kafka-python 3.0 lets a refused connect to a broker that just went down out of
             # poll() (seen after its coordinator's broker stopped); Java's poll() retries such

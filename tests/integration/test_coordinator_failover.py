@@ -143,7 +143,7 @@ def _check(groups: Groups, ends: dict) -> dict:
     """What each group did, as one comparable outcome per group; asserts what must hold."""
     outcomes = {}
     for group, members in groups.members.items():
-        wait_consumed(members, ends, timeout=120)
+        _wait_consumed(members, ends, timeout=120)
         deadline = time.monotonic() + 60
         while True:   # each member's last commit reaches the log end of what it holds
             committed = {}
@@ -186,12 +186,17 @@ def _wait_all_consumed(groups: Groups, producer: VerifiableProducer, timeout: fl
     """Every group reads everything acked so far: the groups are served again."""
     ends = producer.end_offsets()
     for members in groups.members.values():
-        try:
-            wait_consumed(members, ends, timeout=timeout)
-        except TimeoutError as err:
-            seen = {m.name: (m.alive, sorted(m.current_assignment()), [e.get("name") for e in m.events[-6:]],
-                             m.commit_errors[-2:], m.stderr()[-500:]) for m in members}
-            raise TimeoutError(f"{err}; members: {seen}") from None
+        _wait_consumed(members, ends, timeout)
+
+
+def _wait_consumed(members: list, ends: dict, timeout: float) -> None:
+    """wait_consumed, and on a timeout what the group's members were doing."""
+    try:
+        wait_consumed(members, ends, timeout=timeout)
+    except TimeoutError as err:
+        seen = {m.name: (m.alive, sorted(m.current_assignment()), [e.get("name") for e in m.events[-6:]],
+                         m.commit_errors[-2:], m.stderr()[-500:]) for m in members}
+        raise TimeoutError(f"{err}; members: {seen}") from None
 
 
 @dataclass
