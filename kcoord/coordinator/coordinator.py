@@ -250,8 +250,8 @@ class GroupCoordinator:
         ctx = self.ctx
         for group in ctx.groups.values():
             for member in group.members.values():
-                if member.join_callback is not None:
-                    respond, member.join_callback = member.join_callback, None
+                respond = group.take_join(member)
+                if respond is not None:
                     respond(JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
                 if member.sync_callback is not None:
                     respond, member.sync_callback = member.sync_callback, None

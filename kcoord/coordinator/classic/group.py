@@ -70,6 +70,11 @@ class Group:
     initial_rebalance_remaining_ms: int = 0
     emptied_at_ms: int | None = None     # when the group last became Empty (offset retention)
     state_ms: int | None = None          # when the group last changed state (Kafka's currentStateTimestamp)
+    # Kept as members come, go, join and change protocols (as Kafka's supportedProtocols and
+    # numMembersAwaitingJoin): a join must not walk the whole group, or a 1,000-member round
+    # costs a million steps.
+    _support: Counter = field(default_factory=Counter, repr=False, compare=False)   # protocol -> members naming it
+    _awaiting: int = field(default=0, repr=False, compare=False)                   # members with a parked JoinGroup
 
     group_type = "classic"               # ListGroups v5's type (consumer groups: consumer/group.py)
 
@@ -100,14 +105,60 @@ class Group:
     def add(self, member: Member) -> None:
         if not self.members:
             self.protocol_type = member.protocol_type
-        self.members[member.member_id] = member
+        self._enter(member)
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         if self.leader_id is None:
             self.leader_id = member.member_id
 
-    def remove(self, member_id: str) -> Member | None:
+    def _enter(self, member: Member) -> None:
+        self.members[member.member_id] = member
+        self._support.update(set(member.protocol_names()))
+        if member.join_callback is not None:
+            self._awaiting += 1
+
+    def _leave(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
+        if member is not None:
+            self._unsupport(member)
+            if member.join_callback is not None:
+                self._awaiting -= 1
+        return member
+
+    def _unsupport(self, member: Member) -> None:
+        for name in set(member.protocol_names()):
+            left = self._support[name] - 1
+            if left:
+                self._support[name] = left
+            else:   # a protocol nobody names any more is forgotten: clients pick the names
+                del self._support[name]
+
+    def replace(self, old_id: str, new: Member) -> None:
+        """A static member's new incarnation takes `old_id`'s place (its map and leadership are the caller's)."""
+        self._leave(old_id)
+        self._enter(new)
+
+    def set_protocols(self, member: Member, protocols: list[tuple[str, bytes]]) -> None:
+        self._unsupport(member)
+        member.protocols = protocols
+        self._support.update(set(member.protocol_names()))
+
+    def park_join(self, member: Member, respond: Callable) -> None:
+        if member.join_callback is None and self.members.get(member.member_id) is member:
+            self._awaiting += 1
+        member.join_callback = respond
+
+    def take_join(self, member: Member) -> Callable | None:
+        """The member's parked JoinGroup callback, no longer parked (None if there was none)."""
+        cb = member.join_callback
+        if cb is not None:
+            member.join_callback = None
+            if self.members.get(member.member_id) is member:
+                self._awaiting -= 1
+        return cb
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self._leave(member_id)
         if member is None:
             return None
         if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
@@ -140,7 +191,7 @@ class Group:
         return len(self.members)
 
     def awaiting_join_count(self) -> int:
-        return sum(1 for m in self.members.values() if m.awaiting_join)
+        return self._awaiting
 
     def has_all_members_joined(self) -> bool:
         return self.awaiting_join_count() == len(self.members) and not self.pending_members
@@ -150,13 +201,8 @@ class Group:
 
     # ---- protocols ----
     def candidate_protocols(self) -> set[str]:
-        members = list(self.members.values())
-        if not members:
-            return set()
-        names = set(members[0].protocol_names())
-        for m in members[1:]:
-            names &= set(m.protocol_names())
-        return names
+        n = len(self.members)
+        return {name for name, count in self._support.items() if count == n} if n else set()
 
     def supports_protocols(self, protocol_type: str, names: list[str]) -> bool:
         if not self.members:

@@ -172,10 +172,10 @@ class ClassicMembership:
 
     def _update_member_and_rebalance(self, group: Group, member: Member, req: JoinRequest, respond: Respond,
                                      reason: str, cause: Cause) -> None:
-        member.protocols = list(req.protocols)
+        group.set_protocols(member, list(req.protocols))
         member.session_timeout_ms = req.session_timeout_ms
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        member.join_callback = respond
+        group.park_join(member, respond)
         self._maybe_prepare_rebalance(group, reason, cause)
         self._maybe_complete_join(group)
 
@@ -185,17 +185,16 @@ class ClassicMembership:
         old = group.members[old_id]
         leader_before = group.leader_id
         # The old incarnation's parked requests learn they were fenced.
-        if old.join_callback is not None:
-            cb, old.join_callback = old.join_callback, None
+        cb = group.take_join(old)
+        if cb is not None:
             ctx.answer(cb, JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
         if old.sync_callback is not None:
             cb, old.sync_callback = old.sync_callback, None
             ctx.answer(cb, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         ctx.timer.cancel(_heartbeat_key(group.group_id, old_id))
-        group.members.pop(old_id)
         new = Member(new_id, req.instance_id, req.client_id, req.client_host, req.rebalance_timeout_ms,
                      req.session_timeout_ms, old.protocol_type, list(req.protocols), assignment=old.assignment)
-        group.members[new_id] = new
+        group.replace(old_id, new)
         group.static_members[req.instance_id] = new_id
         if group.leader_id == old_id:
             group.leader_id = new_id
@@ -220,17 +219,17 @@ class ClassicMembership:
                                                                  skip_assignment=leader))
                 return ctx.answer(respond, self._join_result(group, new, with_members=False,
                                                              leader_id=leader_before))
-            new.join_callback = respond
+            group.park_join(new, respond)
             self._maybe_prepare_rebalance(group, f"Group's selectedProtocol will change because static member "
                                                  f"{new_id} with instance id {req.instance_id} joined with change "
                                                  "of protocol", Cause.STATIC_REPLACEMENT)
         elif group.is_in(S.COMPLETING_REBALANCE):
-            new.join_callback = respond
+            group.park_join(new, respond)
             self._maybe_prepare_rebalance(group, f"Updating metadata for static member {new_id} with instance id "
                                                  f"{req.instance_id}; client reason: {req.reason}",
                                           Cause.STATIC_REPLACEMENT)
         else:  # PreparingRebalance: the new incarnation joins the round in progress
-            new.join_callback = respond
+            group.park_join(new, respond)
             self._schedule_heartbeat(group, new, new.session_timeout_ms)
             self._maybe_complete_join(group)
 
@@ -313,7 +312,7 @@ class ClassicMembership:
             return
         group.pending_sync = set(group.members)
         for member in list(group.members.values()):
-            cb, member.join_callback = member.join_callback, None
+            cb = group.take_join(member)
             member.is_new = False
             self._schedule_heartbeat(group, member, member.session_timeout_ms)
             if cb is not None:
@@ -382,14 +381,14 @@ class ClassicMembership:
     def _remove_member(self, group: Group, member: Member, kind: K, reason: str) -> None:
         ctx = self.ctx
         ctx.timer.cancel(_heartbeat_key(group.group_id, member.member_id))
-        self.answer_waiting(member, ErrorCode.UNKNOWN_MEMBER_ID)
+        self.answer_waiting(group, member, ErrorCode.UNKNOWN_MEMBER_ID)
         group.remove(member.member_id)
         ctx.emit(kind, group, member=member, reason=reason)
 
-    def answer_waiting(self, member: Member, error: ErrorCode) -> None:
+    def answer_waiting(self, group: Group, member: Member, error: ErrorCode) -> None:
         """Answer the member's parked JoinGroup and SyncGroup, if any, with `error`."""
-        if member.join_callback is not None:
-            cb, member.join_callback = member.join_callback, None
+        cb = group.take_join(member)
+        if cb is not None:
             self.ctx.answer(cb, JoinResult(error, member.member_id))
         if member.sync_callback is not None:
             cb, member.sync_callback = member.sync_callback, None

@@ -206,7 +206,7 @@ class Migration:
         group.converted_from = None
         ctx = self.ctx
         for member in classic.members.values():
-            self.membership.answer_waiting(member, ErrorCode.REBALANCE_IN_PROGRESS)
+            self.membership.answer_waiting(classic, member, ErrorCode.REBALANCE_IN_PROGRESS)
         self.membership.forget_timers(classic)
         for member in group.members.values():
             if member.uses_classic:

@@ -47,6 +47,16 @@ class Harness:
 
     def advance(self, ms):
         self.timer.advance(ms)
+        self.check_counts()
+
+    def check_counts(self):
+        """A classic group's kept counts (members awaiting a join, members naming each protocol)
+        equal what walking its members gives."""
+        for g in self.c.ctx.groups.values():
+            members = list(g.members.values())
+            assert g.awaiting_join_count() == sum(1 for m in members if m.join_callback is not None), g.group_id
+            walked = set.intersection(*(set(m.protocol_names()) for m in members)) if members else set()
+            assert g.candidate_protocols() == walked, g.group_id
 
     def group(self, g="g"):
         return self.c.group(g)
@@ -57,6 +67,7 @@ class Harness:
         self.c.join_group(JoinRequest(group, member_id, instance, protocol_type, list(protocols), session, rebalance,
                                       client, "/127.0.0.1", require_known_member_id=version >= 4,
                                       supports_skip_assignment=version >= 9, reason=reason), box)
+        self.check_counts()
         return box
 
     def join_new(self, **kw):
@@ -71,13 +82,17 @@ class Harness:
         box = Box()
         self.c.sync_group(SyncRequest(group, member_id, generation, instance, protocol_type, protocol_name,
                                       assignments or {}), box)
+        self.check_counts()
         return box
 
     def heartbeat(self, member_id, generation, group="g", instance=None):
         return self.c.heartbeat(HeartbeatRequest(group, member_id, generation, instance))
 
     def leave(self, *members, group="g"):
-        return self.c.leave_group(group, [m if isinstance(m, LeaveMember) else LeaveMember(m, None) for m in members])
+        result = self.c.leave_group(group, [m if isinstance(m, LeaveMember) else LeaveMember(m, None)
+                                            for m in members])
+        self.check_counts()
+        return result
 
     def commit(self, member_id="", generation=-1, group="g", offsets=(("t", 0, 10),), instance=None, version=9,
                metadata=""):
