@@ -15,7 +15,12 @@ Every peer is started fresh, one after another in this run, and gets the same lo
     interval`), the peers as they come (Tansu in memory);
   * join: 100 members of one new group join together (JoinGroup v5, KIP-394's round, then
     SyncGroup): seconds until all are synced, with group.initial.rebalance.delay.ms 0 and 3000
-    where the peer takes it; and a 1,000-member group's rebalance (every member rejoins).
+    where the peer takes it; a 1,000-member group's rebalance (every member rejoins); and a
+    join storm: 1,000 members into 100 new groups at once, seconds until all are Stable
+    (members heartbeat and rejoin as a client does while the others still join);
+  * startup: seconds from the server's process start to the first Stable group (one member
+    joined and synced, as a consumer's first assignment), and the server's RSS then (idle);
+  * rss: the server's RSS with `--rss-members` members (10 per group) Stable and idle.
 
 The load generator speaks the protocol itself over asyncio Protocols with pre-encoded
 frames (only the correlation id is patched), and checks each answer by comparing its bytes
@@ -461,7 +466,12 @@ def kcoord_peer(delay_ms: int = 0, durable: bool = True, root: str | None = None
     if data:
         cmd += ["--data-dir", data, "--fsync", "interval"]
     root = str(Path(root or ROOT).resolve())
-    env = {**os.environ, "PYTHONPATH": root}
+    # As installed: the modules' bytecode is compiled once, not at every start (the start-up row).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = root
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "kcoord", "wire"], cwd=root, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    spawned_at = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         from rebalance import _wait_port
@@ -470,6 +480,7 @@ def kcoord_peer(delay_ms: int = 0, durable: bool = True, root: str | None = None
         peer = _Peer(f"127.0.0.1:{port}")
         peer.http = f"127.0.0.1:{http_port}"
         peer.pid = proc.pid
+        peer.spawned_at = spawned_at
         yield peer
     finally:
         proc.terminate()
@@ -502,14 +513,17 @@ class _Peer(str):
     create_topic = None
     http = None
     pid = None
+    spawned_at = None   # time.monotonic() when its server process was started
 
 
 @contextlib.contextmanager
 def _listening_peer(start):
     """A peer `bench/rebalance.py` starts that takes no delay setting; its process found by its port."""
+    spawned_at = time.monotonic()
     with start() as bootstrap:
         peer = _Peer(bootstrap)
         peer.pid = _pid_listening(int(bootstrap.rsplit(":", 1)[1]))
+        peer.spawned_at = spawned_at
         yield peer
 
 
@@ -532,6 +546,7 @@ def mock_peer(delay_ms: int = 0):
 def kfake_peer(delay_ms: int = 0):
     import rebalance
 
+    rebalance._kfake_binary()   # built before its start-up is timed
     return _listening_peer(rebalance.kfake_peer)
 
 
@@ -544,6 +559,7 @@ def kafka_peer(delay_ms: int = 0):
     with ReferenceKafka({"group.initial.rebalance.delay.ms": delay_ms}) as kafka:
         peer = _Peer(kafka.bootstrap)
         peer.pid = kafka.pid
+        peer.spawned_at = kafka.spawned_at   # the broker's JVM, after its log dir was formatted
         yield peer
 
 
@@ -627,9 +643,55 @@ async def measured(peer: _Peer, phase) -> dict:
     return result
 
 
+async def first_stable(peer: _Peer, timeout: float = 120) -> float:
+    """Seconds from the peer's process start until one member of a new group is joined and synced."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn = await connect(peer)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.01)
+    member = Member(conn, f"first-{time.monotonic_ns()}", 0)
+    try:
+        await asyncio.wait_for(member.join_and_sync(delay_retry=0.01), max(deadline - time.monotonic(), 1))
+    finally:
+        conn.transport.close()
+    if member.refused:
+        raise RuntimeError(f"first group: {member.refused}")
+    return time.monotonic() - peer.spawned_at
+
+
+async def join_storm(peer: _Peer, n: int, groups: int, budget: float) -> str:
+    members = await make_members(peer, n, groups, f"storm-{time.monotonic_ns()}")
+    t0 = time.perf_counter()
+    stable = await settle(peer, members, budget)
+    took = time.perf_counter() - t0
+    for m in members:
+        m.conn.transport.close()
+    return f"{took:.2f} s" + ("" if stable == n else f" ({stable}/{n} stable)")
+
+
+async def rss_with_members(peer: _Peer, n: int, budget: float) -> str:
+    members = await make_members(peer, n, max(n // 10, 1), f"rss-{time.monotonic_ns()}")
+    stable = await settle(peer, members, budget)
+    await asyncio.sleep(1)
+    rss = rss_mib(peer.pid)
+    for m in members:
+        m.conn.transport.close()
+    return f"{rss:.0f} MiB" + ("" if stable == n else f" ({stable}/{n} stable)")
+
+
 async def run_peer(name: str, peer: _Peer, args) -> dict:
     row: dict = {"peer": NAMES[name]}
     only = set(args.only.split(","))
+    if "startup" in only and peer.spawned_at is not None:
+        # First, before any other load: the peer was started for this run.
+        row["start-up to first Stable group"] = f"{await first_stable(peer):.2f} s"
+        rss = rss_mib(peer.pid)
+        row["RSS idle"] = None if rss is None else f"{rss:.0f} MiB"
     if only & {"closed", "paced"}:
         members = await make_members(peer, args.members, args.groups, f"hb-{time.monotonic_ns()}")
         row["stable members"] = f"{await settle(peer, members, args.settle)}/{len(members)}"
@@ -651,6 +713,9 @@ async def run_peer(name: str, peer: _Peer, args) -> dict:
     if "join" in only:
         row["join 100"] = round(await join_round(peer, 100, f"join-{time.monotonic_ns()}"), 2)
         row["rebalance 1000"] = round(await rebalance_round(peer, 1000, f"rb-{time.monotonic_ns()}"), 2)
+        row["join storm 1000 in 100"] = await join_storm(peer, 1000, 100, args.settle)
+    if "rss" in only:
+        row[f"RSS, {args.rss_members:,} members"] = await rss_with_members(peer, args.rss_members, args.settle)
     return row
 
 
@@ -699,6 +764,7 @@ def main():
     ap.add_argument("--members", type=int, default=1000)
     ap.add_argument("--groups", type=int, default=100)
     ap.add_argument("--committers", type=int, default=200)
+    ap.add_argument("--rss-members", type=int, default=10000)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--rate", default="5000,10000")
     ap.add_argument("--settle", type=float, default=90,

@@ -50,7 +50,7 @@ def _wait_port(port: int, timeout: float = 20) -> None:
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
             return
-        time.sleep(0.1)
+        time.sleep(0.02)   # a peer's start-up is timed from its process start to this
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
 
 

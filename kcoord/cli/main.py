@@ -138,10 +138,14 @@ def _report_parser(sub) -> None:
     p.add_argument("--log-level", default="WARNING", help="console log level (default %(default)s)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or only `command`'s when it is "serve": the other commands'
+    modules and parsers are a fifth of a server's start-up (bench/hotpath.py's start-up row)."""
     parser = argparse.ArgumentParser(prog="kcoord", description="Kafka-compatible group coordinator emulator")
     sub = parser.add_subparsers(dest="command", required=True)
     _serve_parser(sub)
+    if command == "serve":
+        return parser
     from kcoord.cli import groups as cli_groups
 
     cli_groups.add_parsers(sub)
@@ -368,7 +372,8 @@ async def _serve(cfg: ServerConfig) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     logging.basicConfig(level=getattr(args, "log_level", "WARNING").upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     if args.command == "serve":

@@ -293,6 +293,7 @@ class ReferenceKafka:
         self.start_timeout = start_timeout
         self.dir: Path | None = None
         self.proc: subprocess.Popen | None = None
+        self.spawned_at: float | None = None
         self.pid: int | None = None  # the JVM's, kept after stop()
         self.config: dict[str, str] = {}
         self._kept_log: Path | None = None
@@ -341,6 +342,7 @@ class ReferenceKafka:
         try:
             self._write_config()
             format_storage([self.dir / "server.properties"], _cluster_id(), self.version)
+            self.spawned_at = time.monotonic()   # the broker's own start (bench/hotpath.py's start-up)
             self.proc = broker_process(self.dir, libs)
             self.pid = self.proc.pid
             self._wait_ready(began + self.start_timeout)
