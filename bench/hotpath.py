@@ -22,6 +22,10 @@ Every peer is started fresh, one after another in this run, and gets the same lo
     joined and synced, as a consumer's first assignment), and the server's RSS then (idle);
   * rss: the server's RSS with `--rss-members` members (10 per group) Stable and idle.
 
+With `--brokers N` (kcoord, kfake, Kafka) each peer is an N-broker cluster: every member finds
+its group's coordinator (FindCoordinator v4) and connects to it; server CPU and RSS are summed
+over the cluster's processes (kcoord serves all N brokers from one process).
+
 The load generator speaks the protocol itself over asyncio Protocols with pre-encoded
 frames (only the correlation id is patched), and checks each answer by comparing its bytes
 with the first good one, so it costs a few µs per request: it shares the 2 cores with the
@@ -143,6 +147,7 @@ class Member:
         self.member_id = ""
         self.generation = -1
         self.refused = None   # what the peer refused while the member was joining
+        self.address = None   # its coordinator's HOST:PORT, when not the bootstrap's
 
     async def join_and_sync(self, delay_retry: float = 0.05):
         conn = self.conn
@@ -263,10 +268,10 @@ async def settle(bootstrap: str, members: list[Member], budget: float = 120, che
     # (a broker answers a connection's requests in order): the load gets new connections.
     for m in members:
         m.conn.transport.close()
-    async def reconnect():
+    async def reconnect(m):
         async with gate:
-            return await connect(bootstrap)
-    conns = await asyncio.gather(*(reconnect() for _ in members))
+            return await connect(m.address or bootstrap)
+    conns = await asyncio.gather(*(reconnect(m) for m in members))
     for m, c in zip(members, conns):
         m.conn = c
     return len(members) - len(bad)
@@ -414,8 +419,9 @@ async def paced(members: list[Member], frames, rate: float, seconds: float) -> d
     return result
 
 
-async def join_round(bootstrap: str, n: int, group: str, timeout: float = 60) -> float:
-    conns = await asyncio.gather(*(connect(bootstrap) for _ in range(n)))
+async def join_round(peer: _Peer, n: int, group: str, timeout: float = 60) -> float:
+    address = (await coordinators(peer, [group]))[group]
+    conns = await asyncio.gather(*(connect(address) for _ in range(n)))
     members = [Member(c, group, i) for i, c in enumerate(conns)]
     t0 = time.perf_counter()
     try:
@@ -428,10 +434,11 @@ async def join_round(bootstrap: str, n: int, group: str, timeout: float = 60) ->
 
 async def rebalance_round(bootstrap: str, n: int, group: str, timeout: float = 120) -> float:
     """A group of n members, then one more member joins: seconds until all n+1 are synced again."""
-    conns = await asyncio.gather(*(connect(bootstrap) for _ in range(n + 1)))
+    address = (await coordinators(bootstrap, [group]))[group]
+    conns = await asyncio.gather(*(connect(address) for _ in range(n + 1)))
     members = [Member(c, group, i) for i, c in enumerate(conns)]
     try:
-        await settle(bootstrap, members[:n], timeout)
+        await settle(address, members[:n], timeout)
         t0 = time.perf_counter()
         newcomer = asyncio.ensure_future(members[n].join_and_sync())
 
@@ -460,14 +467,30 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _free_ports(n: int) -> int:
+    """The first of n consecutive free ports."""
+    for _ in range(100):
+        first = _free_port()
+        try:
+            for port in range(first + 1, first + n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return first
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
 @contextlib.contextmanager
-def kcoord_peer(delay_ms: int = 0, durable: bool = True, root: str | None = None):
+def kcoord_peer(delay_ms: int = 0, durable: bool = True, root: str | None = None, brokers: int = 1):
     """`kcoord serve` from this checkout, or from `root` (another checkout: a before/after)."""
     data = tempfile.mkdtemp(prefix="kcoord-hotpath-") if durable else None
-    port, http_port = _free_port(), _free_port()
+    port, http_port = _free_ports(brokers), _free_port()
     cmd = [sys.executable, "-m", "kcoord", "serve", "--listen", f"127.0.0.1:{port}",
            "--initial-rebalance-delay-ms", str(delay_ms), "--log-level", "WARNING",
            "--http", f"127.0.0.1:{http_port}"]
+    if brokers > 1:
+        cmd += ["--brokers", str(brokers)]   # brokers 0..N-1 on port, port+1, ...
     if data:
         cmd += ["--data-dir", data, "--fsync", "interval"]
     root = str(Path(root or ROOT).resolve())
@@ -485,6 +508,7 @@ def kcoord_peer(delay_ms: int = 0, durable: bool = True, root: str | None = None
         peer = _Peer(f"127.0.0.1:{port}")
         peer.http = f"127.0.0.1:{http_port}"
         peer.pid = proc.pid
+        peer.brokers = brokers
         peer.spawned_at = spawned_at
         yield peer
     finally:
@@ -518,46 +542,75 @@ class _Peer(str):
     create_topic = None
     http = None
     pid = None
+    pids = None         # every process of a cluster of several (else pid's)
+    brokers = 1
     spawned_at = None   # time.monotonic() when its server process was started
 
 
+def _server_cpu(peer: _Peer) -> float | None:
+    times = [cpu_seconds(p) for p in (peer.pids or [peer.pid])]
+    return None if None in times else sum(times)
+
+
+def _server_rss(peer: _Peer) -> float | None:
+    sizes = [rss_mib(p) for p in (peer.pids or [peer.pid])]
+    return None if None in sizes else sum(sizes)
+
+
 @contextlib.contextmanager
-def _listening_peer(start):
+def _listening_peer(start, brokers: int = 1):
     """A peer `bench/rebalance.py` starts that takes no delay setting; its process found by its port."""
     spawned_at = time.monotonic()
     with start() as bootstrap:
         peer = _Peer(bootstrap)
         peer.pid = _pid_listening(int(bootstrap.rsplit(":", 1)[1]))
+        peer.brokers = brokers
         peer.spawned_at = spawned_at
         yield peer
 
 
-def tansu_peer(delay_ms: int = 0):
+def _one_broker(name: str, brokers: int) -> None:
+    if brokers != 1:
+        raise RuntimeError(f"{name} is measured with one broker only here")
+
+
+def tansu_peer(delay_ms: int = 0, brokers: int = 1):
     import rebalance
 
+    _one_broker("Tansu", brokers)
     return _listening_peer(rebalance.tansu_peer)
 
 
 @contextlib.contextmanager
-def mock_peer(delay_ms: int = 0):
+def mock_peer(delay_ms: int = 0, brokers: int = 1):
     import rebalance
 
+    _one_broker("librdkafka's mock", brokers)
     with rebalance.librdkafka_mock_peer() as bootstrap:
         peer = _Peer(bootstrap)
         peer.create_topic = bootstrap.create_topic
         yield peer
 
 
-def kfake_peer(delay_ms: int = 0):
+def kfake_peer(delay_ms: int = 0, brokers: int = 1):
     import rebalance
 
     rebalance._kfake_binary()   # built before its start-up is timed
-    return _listening_peer(rebalance.kfake_peer)
+    return _listening_peer(lambda: rebalance.kfake_peer(brokers), brokers)
 
 
 @contextlib.contextmanager
-def kafka_peer(delay_ms: int = 0):
-    from kcoord.testing.reference_kafka import ReferenceKafka
+def kafka_peer(delay_ms: int = 0, brokers: int = 1):
+    from kcoord.testing.reference_kafka import ReferenceKafka, ReferenceKafkaCluster
+
+    if brokers > 1:
+        with ReferenceKafkaCluster({"group.initial.rebalance.delay.ms": delay_ms}, size=brokers) as cluster:
+            peer = _Peer(cluster.nodes[0].bootstrap)
+            peer.pids = [n.pid for n in cluster.nodes]
+            peer.pid = peer.pids[0]
+            peer.brokers = brokers
+            yield peer
+        return
 
     # Kafka's group.max.size (default unlimited) and session bounds are left alone; the
     # members use a 45 s session, inside Kafka's default 6-300 s.
@@ -577,7 +630,16 @@ async def create_topic(peer: _Peer) -> None:
     if peer.create_topic is not None:
         peer.create_topic(TOPIC)
         return
-    conn = await connect(peer)
+    address = str(peer)
+    if peer.brokers > 1:   # CreateTopics goes to the controller (kfake answers NOT_CONTROLLER elsewhere)
+        conn = await connect(peer)
+        try:
+            md = await conn.call(3, 12, {"topics": [], "allow_auto_topic_creation": False,
+                                         "include_topic_authorized_operations": False})
+        finally:
+            conn.transport.close()
+        address = next(f"{b.host}:{b.port}" for b in md.brokers if b.node_id == md.controller_id)
+    conn = await connect(address)
     try:
         r = await conn.call(19, 4, {"topics": [{"name": TOPIC, "num_partitions": PARTITIONS, "replication_factor": 1,
                                                 "assignments": [], "configs": []}],
@@ -587,18 +649,47 @@ async def create_topic(peer: _Peer) -> None:
             raise RuntimeError(f"CreateTopics: {ErrorCode.of(code)!r}")
     finally:
         conn.transport.close()
-    await asyncio.sleep(0.5)  # metadata propagation on the JVM
+    await asyncio.sleep(0.5 if peer.brokers == 1 else 3)  # metadata propagation on the JVM
 
 
-async def make_members(bootstrap: str, n: int, groups: int, tag: str) -> list[Member]:
+async def coordinators(peer: _Peer, groups: list[str], timeout: float = 60) -> dict[str, str]:
+    """Each group's coordinator (HOST:PORT), by FindCoordinator v4; the bootstrap's with one broker."""
+    if peer.brokers == 1:
+        return {g: str(peer) for g in groups}
+    found: dict[str, str] = {}
+    conn = await connect(peer)
+    deadline = time.monotonic() + timeout
+    try:
+        while len(found) < len(groups):
+            asking = [g for g in groups if g not in found]
+            for i in range(0, len(asking), 1000):
+                r = await conn.call(10, 4, {"key_type": 0, "coordinator_keys": asking[i:i + 1000]})
+                for c in r.coordinators:
+                    if c.error_code == 0:
+                        found[c.key] = f"{c.host}:{c.port}"
+            if len(found) < len(groups):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"no coordinator for {len(groups) - len(found)} groups in {timeout:g} s")
+                await asyncio.sleep(0.2)   # the offsets topic is being created or loaded
+    finally:
+        conn.transport.close()
+    return found
+
+
+async def make_members(peer: _Peer, n: int, groups: int, tag: str) -> list[Member]:
     per = max(n // groups, 1)
+    names = [f"{tag}-{i // per}" for i in range(n)]
+    addresses = await coordinators(peer, sorted(set(names)))
     gate = asyncio.Semaphore(200)
 
     async def one(i):
         async with gate:
-            return await connect(bootstrap)
+            return await connect(addresses[names[i]])
     conns = await asyncio.gather(*(one(i) for i in range(n)))
-    return [Member(c, f"{tag}-{i // per}", i) for i, c in enumerate(conns)]
+    members = [Member(c, names[i], i) for i, c in enumerate(conns)]
+    for m in members:
+        m.address = addresses[m.group]
+    return members
 
 
 async def scrape_lag(peer: _Peer) -> dict[str, float] | None:
@@ -634,16 +725,16 @@ async def measured(peer: _Peer, phase) -> dict:
     """A load phase's figures, with the CPU time the server and this generator spent per request
     (the server's: its process; the generator's: this process, librdkafka's mock included)."""
     lag0 = await scrape_lag(peer)
-    server0, gen0 = cpu_seconds(peer.pid), time.process_time()
+    server0, gen0 = _server_cpu(peer), time.process_time()
     result = await phase
-    server1, gen1 = cpu_seconds(peer.pid), time.process_time()
+    server1, gen1 = _server_cpu(peer), time.process_time()
     result["server_loop_lag"] = stalls(lag0, await scrape_lag(peer))
     # The phase's own warm-up is inside these CPU figures: a slight overestimate per request.
     n = max(result["count"], 1)
     if server0 is not None and server1 is not None:
         result["server_cpu_us"] = round((server1 - server0) / n * 1e6, 1)
     result["generator_cpu_us"] = round((gen1 - gen0) / n * 1e6, 1)
-    rss = rss_mib(peer.pid)
+    rss = _server_rss(peer)
     result["server_rss_mib"] = None if rss is None else round(rss, 1)
     return result
 
@@ -684,7 +775,7 @@ async def rss_with_members(peer: _Peer, n: int, budget: float) -> str:
     members = await make_members(peer, n, max(n // 10, 1), f"rss-{time.monotonic_ns()}")
     stable = await settle(peer, members, budget)
     await asyncio.sleep(1)
-    rss = rss_mib(peer.pid)
+    rss = _server_rss(peer)
     for m in members:
         m.conn.transport.close()
     return f"{rss:.0f} MiB" + ("" if stable == n else f" ({stable}/{n} stable)")
@@ -693,10 +784,10 @@ async def rss_with_members(peer: _Peer, n: int, budget: float) -> str:
 async def run_peer(name: str, peer: _Peer, args) -> dict:
     row: dict = {"peer": NAMES[name]}
     only = set(args.only.split(","))
-    if "startup" in only and peer.spawned_at is not None:
+    if "startup" in only and peer.spawned_at is not None and peer.brokers == 1:
         # First, before any other load: the peer was started for this run.
         row["start-up to first Stable group"] = f"{await first_stable(peer):.2f} s"
-        rss = rss_mib(peer.pid)
+        rss = _server_rss(peer)
         row["RSS idle"] = None if rss is None else f"{rss:.0f} MiB"
     if only & {"closed", "paced"}:
         members = await make_members(peer, args.members, args.groups, f"hb-{time.monotonic_ns()}")
@@ -771,6 +862,8 @@ def main():
     ap.add_argument("--groups", type=int, default=100)
     ap.add_argument("--committers", type=int, default=200)
     ap.add_argument("--rss-members", type=int, default=10000)
+    ap.add_argument("--brokers", type=int, default=1,
+                    help="an N-broker cluster of each peer (kcoord, kfake, kafka); members go to their coordinator")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--rate", default="5000,10000")
     ap.add_argument("--settle", type=float, default=90,
@@ -799,11 +892,13 @@ def main():
     for name, factory in targets:
         try:
             if factory is None:
-                row = runner(run_peer("kcoord", _Peer(args.bootstrap), args))
+                peer = _Peer(args.bootstrap)
+                peer.brokers = args.brokers
+                row = runner(run_peer("kcoord", peer, args))
                 row["peer"] = args.bootstrap
             else:
-                with (factory(args.delay_ms, root=args.kcoord_root) if name == "kcoord"
-                      else factory(args.delay_ms)) as peer:
+                with (factory(args.delay_ms, root=args.kcoord_root, brokers=args.brokers) if name == "kcoord"
+                      else factory(args.delay_ms, brokers=args.brokers)) as peer:
                     row = runner(run_peer(name, peer, args))
                 if name == "kcoord" and args.kcoord_root:
                     row["peer"] = f"kcoord ({Path(args.kcoord_root).name})"

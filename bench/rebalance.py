@@ -118,8 +118,9 @@ def _kfake_binary() -> Path:
 
 
 @contextlib.contextmanager
-def kfake_peer():
-    with _local_process(lambda port: [str(_kfake_binary()), "-port", str(port)], stdin=subprocess.PIPE) as bootstrap:
+def kfake_peer(brokers: int = 1):
+    with _local_process(lambda port: [str(_kfake_binary()), "-port", str(port), "-brokers", str(brokers)],
+                        stdin=subprocess.PIPE) as bootstrap:
         yield bootstrap
 
 

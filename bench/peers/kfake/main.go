@@ -1,4 +1,4 @@
-// A franz-go kfake cluster on one loopback port, for bench/ and kcoord check comparisons.
+// A franz-go kfake cluster on loopback (one broker unless -brokers), for bench/ and kcoord check comparisons.
 // Prints HOST:PORT on stdout once it listens, and runs until stdin closes.
 package main
 
@@ -12,9 +12,16 @@ import (
 )
 
 func main() {
-	port := flag.Int("port", 0, "listen port (0: any free one)")
+	port := flag.Int("port", 0, "listen port (0: any free one); with -brokers N, N ports from it")
+	brokers := flag.Int("brokers", 1, "how many brokers")
 	flag.Parse()
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(*port)}
+	ports := make([]int, *brokers)
+	for i := range ports {
+		if *port != 0 {
+			ports[i] = *port + i
+		}
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(*brokers), kfake.Ports(ports...)}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kfake:", err)
