@@ -136,9 +136,12 @@ async def _acquire(ctx, req, keys: list[tuple[str, int]]):
         if remaining <= 0 or any(f.acquired or f.error for f in got.values()):
             return got
         # Woken by what may make records acquirable from now on (an append, a release, a lock
-        # ending): nothing could be acquired just now, and nothing ran in between.
+        # ending): nothing could be acquired just now, and nothing ran in between. asyncio.timeout,
+        # not wait_for: on Python 3.11 wait_for can swallow a cancellation (a shutdown's) that
+        # lands as its timeout fires, as the Fetch long poll found (kcoord.log.topics).
         try:
-            await asyncio.wait_for(shares.watch(keys), remaining)
+            async with asyncio.timeout(remaining):
+                await shares.watch(keys)
         except TimeoutError:
             pass
 
