@@ -38,6 +38,7 @@ class DiffResult:
     seconds: float
     kafka_transcript: list | None = None
     kcoord_transcript: list | None = None
+    path: str = ""          # where in its exchange the first divergence is ("" when none)
 
     def row(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if not k.endswith("_transcript")}
@@ -84,9 +85,11 @@ def _result(name, client, ks, cs, kt, ct, seconds) -> DiffResult:
         return DiffResult(name, client, "error", f"comparison failed: {type(err).__name__}: {err}", "",
                           ks, cs, round(seconds, 1), kt, ct)
     d = cmp.divergence
-    summary = d.summary() if d is not None and cmp.verdict == "differs" else ""
+    differs = d is not None and cmp.verdict == "differs"
+    summary = d.summary() if differs else ""
     detail = d.describe() if d is not None else ""
-    return DiffResult(name, client, cmp.verdict, summary, detail, ks, cs, round(seconds, 1), kt, ct)
+    return DiffResult(name, client, cmp.verdict, summary, detail, ks, cs, round(seconds, 1), kt, ct,
+                      path=d.path if differs else "")
 
 
 def _client_once(fn, upstream: str, client: str, proxies: ProxyThread) -> tuple[str, list]:
