@@ -113,19 +113,22 @@ class Group:
 
     def _enter(self, member: Member) -> None:
         self.members[member.member_id] = member
-        self._support.update(set(member.protocol_names()))
+        self._add_support(member)
         if member.join_callback is not None:
             self._awaiting += 1
 
     def _leave(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
         if member is not None:
-            self._unsupport(member)
+            self._drop_support(member)
             if member.join_callback is not None:
                 self._awaiting -= 1
         return member
 
-    def _unsupport(self, member: Member) -> None:
+    def _add_support(self, member: Member) -> None:
+        self._support.update(set(member.protocol_names()))
+
+    def _drop_support(self, member: Member) -> None:
         for name in set(member.protocol_names()):
             left = self._support[name] - 1
             if left:
@@ -139,9 +142,9 @@ class Group:
         self._enter(new)
 
     def set_protocols(self, member: Member, protocols: list[tuple[str, bytes]]) -> None:
-        self._unsupport(member)
+        self._drop_support(member)
         member.protocols = protocols
-        self._support.update(set(member.protocol_names()))
+        self._add_support(member)
 
     def park_join(self, member: Member, respond: Callable) -> None:
         if member.join_callback is None and self.members.get(member.member_id) is member:
