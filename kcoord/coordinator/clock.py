@@ -23,8 +23,11 @@ class Timer(abc.ABC):
         """Current time in epoch milliseconds."""
 
     @abc.abstractmethod
-    def schedule(self, key: str, delay_ms: int, callback: Callable[[], None]) -> None:
-        """Run `callback` after `delay_ms`, replacing any timer with the same key."""
+    def schedule(self, key: str, delay_ms: int, callback: Callable[..., None], *args) -> None:
+        """Run `callback(*args)` after `delay_ms`, replacing any timer with the same key.
+
+        The arguments are kept beside the callback rather than bound into a closure or a
+        partial: every member's session is a timer, and a wrapper per timer is memory per member."""
 
     @abc.abstractmethod
     def postpone(self, key: str, delay_ms: int) -> bool:
@@ -39,6 +42,10 @@ class Timer(abc.ABC):
     @abc.abstractmethod
     def is_scheduled(self, key: str) -> bool:
         """Whether a timer with this key is pending."""
+
+    @abc.abstractmethod
+    def cancel_prefix(self, prefix: str) -> None:
+        """Forget every timer whose key starts with `prefix` (a coordinator partition unloaded)."""
 
 
 class AsyncioTimer(Timer):
@@ -58,7 +65,7 @@ class AsyncioTimer(Timer):
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None):
         self._loop = loop
-        # key -> [deadline (loop time), callback, the deadline of its heap item]
+        # key -> [deadline (loop time), callback, the deadline of its heap item, callback's args]
         self._timers: dict[str, list] = {}
         self._heap: list[tuple[float, int, str, list]] = []   # (deadline, seq, key, entry)
         self._seq = itertools.count()
@@ -75,17 +82,18 @@ class AsyncioTimer(Timer):
     def now_ms(self) -> int:
         return int(time.time() * 1000)
 
-    def schedule(self, key, delay_ms, callback):
+    def schedule(self, key, delay_ms, callback, *args):
         deadline = self.loop.time() + max(delay_ms, 0) / 1000
         entry = self._timers.get(key)
         if entry is not None:
             if entry[2] <= deadline:
                 entry[0] = deadline
                 entry[1] = callback
+                entry[3] = args
                 return
             self._stale += 1
-            entry[1] = None   # its heap item stays until reached: not what the callback holds
-        self._push(key, [deadline, callback, deadline])
+            entry[1] = entry[3] = None   # its heap item stays until reached: not what the callback holds
+        self._push(key, [deadline, callback, deadline, args])
 
     def postpone(self, key, delay_ms):
         entry = self._timers.get(key)
@@ -96,14 +104,15 @@ class AsyncioTimer(Timer):
             entry[0] = deadline
         else:
             self._stale += 1
-            self._push(key, [deadline, entry[1], deadline])
-            entry[1] = None
+            self._push(key, [deadline, entry[1], deadline, entry[3]])
+            entry[1] = entry[3] = None
         return True
 
     def _push(self, key, entry) -> None:
         self._timers[key] = entry
         deadline = entry[2]
         heapq.heappush(self._heap, (deadline, next(self._seq), key, entry))
+        self._maybe_compact()
         if deadline < self._armed_at:
             if self._armed is not None:
                 self._armed.cancel()
@@ -125,27 +134,44 @@ class AsyncioTimer(Timer):
                 continue
             del timers[key]
             try:
-                entry[1]()
+                entry[1](*entry[3])
             except Exception as exc:   # one failing timer must not stop the others due now
                 self.loop.call_exception_handler({"message": f"timer {key!r} failed", "exception": exc})
-        if self._stale > 64 and self._stale * 2 > len(heap):
-            self._heap = heap = [item for item in heap if timers.get(item[2]) is item[3]]
-            heapq.heapify(heap)
-            self._stale = 0
+        self._maybe_compact()
         if heap and heap[0][0] < self._armed_at:
             if self._armed is not None:
                 self._armed.cancel()
             self._armed_at = heap[0][0]
             self._armed = self.loop.call_at(heap[0][0], self._run)
 
+    def _maybe_compact(self) -> None:
+        """Drop the heap items of cancelled or moved timers once they are half the heap.
+
+        A new member's session timer is first set to the new-member join timeout (minutes)
+        and then moved earlier to its session timeout once it joined: that leaves one stale
+        item per member, due only minutes later. Rebuilding whenever the stale items are
+        half the heap costs O(1) per stale item over time."""
+        heap = self._heap
+        if self._stale > 64 and self._stale * 2 >= len(heap):
+            timers = self._timers
+            # In place: `_run` holds the list while the callbacks it runs schedule timers.
+            heap[:] = [item for item in heap if timers.get(item[2]) is item[3]]
+            heapq.heapify(heap)
+            self._stale = 0
+
     def cancel(self, key):
         entry = self._timers.pop(key, None)
         if entry is not None:
-            entry[1] = None   # a pending member id's timer holds its callback no longer than this
+            entry[1] = entry[3] = None   # a pending member id's timer holds its callback no longer than this
             self._stale += 1
+            self._maybe_compact()
 
     def is_scheduled(self, key):
         return key in self._timers
+
+    def cancel_prefix(self, prefix):
+        for key in [k for k in self._timers if k.startswith(prefix)]:
+            self.cancel(key)
 
     def cancel_all(self):
         self._timers.clear()
@@ -162,23 +188,23 @@ class ManualTimer(Timer):
     def __init__(self, start_ms: int = 1_700_000_000_000):
         self._now = start_ms
         self._heap: list[tuple[int, int, str]] = []
-        self._timers: dict[str, tuple[int, int, Callable[[], None]]] = {}
+        self._timers: dict[str, tuple[int, int, Callable[..., None], tuple]] = {}
         self._seq = itertools.count()
 
     def now_ms(self) -> int:
         return self._now
 
-    def schedule(self, key, delay_ms, callback):
+    def schedule(self, key, delay_ms, callback, *args):
         seq = next(self._seq)
         deadline = self._now + max(delay_ms, 0)
-        self._timers[key] = (deadline, seq, callback)
+        self._timers[key] = (deadline, seq, callback, args)
         heapq.heappush(self._heap, (deadline, seq, key))
 
     def postpone(self, key, delay_ms):
         entry = self._timers.get(key)
         if entry is None:
             return False
-        self.schedule(key, delay_ms, entry[2])
+        self.schedule(key, delay_ms, entry[2], *entry[3])
         return True
 
     def cancel(self, key):
@@ -186,6 +212,10 @@ class ManualTimer(Timer):
 
     def is_scheduled(self, key):
         return key in self._timers
+
+    def cancel_prefix(self, prefix):
+        for key in [k for k in self._timers if k.startswith(prefix)]:
+            del self._timers[key]
 
     def deadline(self, key) -> int | None:
         entry = self._timers.get(key)
@@ -200,45 +230,37 @@ class ManualTimer(Timer):
                 continue  # cancelled or replaced
             del self._timers[key]
             self._now = max(self._now, deadline)
-            entry[2]()
+            entry[2](*entry[3])
         self._now = target
 
 
 class ScopedTimer(Timer):
     """The timers of one coordinator partition, on a timer shared with the others: keys get the
-    partition's prefix, and the partition's live keys are known, so unloading it cancels them
-    all (a session timer of a group now coordinated elsewhere must not fire here)."""
+    partition's prefix, so unloading the partition cancels them all (a session timer of a group
+    now coordinated elsewhere must not fire here). The prefix ends in "/", so no partition's
+    prefix starts another's ("p1/" is not the start of "p10/...")."""
 
     def __init__(self, base: Timer, prefix: str):
         self.base = base
         self.prefix = prefix
-        self._keys: set[str] = set()
 
     def now_ms(self) -> int:
         return self.base.now_ms()
 
-    def schedule(self, key, delay_ms, callback):
-        scoped = self.prefix + key
-        keys = self._keys
-        keys.add(scoped)
-
-        def fire():
-            keys.discard(scoped)
-            callback()
-        self.base.schedule(scoped, delay_ms, fire)
+    def schedule(self, key, delay_ms, callback, *args):
+        self.base.schedule(self.prefix + key, delay_ms, callback, *args)
 
     def postpone(self, key, delay_ms):
         return self.base.postpone(self.prefix + key, delay_ms)
 
     def cancel(self, key):
-        scoped = self.prefix + key
-        self._keys.discard(scoped)
-        self.base.cancel(scoped)
+        self.base.cancel(self.prefix + key)
 
     def is_scheduled(self, key):
         return self.base.is_scheduled(self.prefix + key)
 
+    def cancel_prefix(self, prefix):
+        self.base.cancel_prefix(self.prefix + prefix)
+
     def cancel_all(self) -> None:
-        for scoped in self._keys:
-            self.base.cancel(scoped)
-        self._keys.clear()
+        self.base.cancel_prefix(self.prefix)

@@ -16,7 +16,6 @@ carries on; see docs/deviations.md.)
 """
 from __future__ import annotations
 
-import functools
 
 import logging
 from typing import Any, Callable, Mapping, Protocol
@@ -82,23 +81,25 @@ class CoordinatorContext:
         # once its records are written: lets waiters (wait_for) re-check.
         self.on_change: Callable[[str], None] | None = None
         self._operation: _Operation | None = None
+        # One bound method that every timer's expiry runs through (not a new one per timer).
+        self._timer_operation = self.operation
 
     # ---------------------------------------------------------------- time
     def now(self) -> int:
         return self.timer.now_ms()
 
-    def schedule(self, key: str, delay_ms: int, fn: Callable[[], None]) -> None:
-        """A keyed timer whose expiry is an operation of its own."""
-        self.timer.schedule(key, delay_ms, functools.partial(self.operation, fn))
+    def schedule(self, key: str, delay_ms: int, fn: Callable[..., None], *args) -> None:
+        """A keyed timer whose expiry, `fn(*args)`, is an operation of its own."""
+        self.timer.schedule(key, delay_ms, self._timer_operation, fn, *args)
 
     # ---------------------------------------------------------- operations
-    def operation(self, fn: Callable[[], Any]) -> Any:
-        """Run `fn` as one operation (or as part of the one in progress) and return its answer."""
+    def operation(self, fn: Callable[..., Any], *args) -> Any:
+        """Run `fn(*args)` as one operation (or as part of the one in progress) and return its answer."""
         if self._operation is not None:
-            return fn()
+            return fn(*args)
         op = self._operation = _Operation()
         try:
-            result = fn()
+            result = fn(*args)
         except BaseException:
             self._operation = None
             self._finish(op)  # what happened before the failure is still answered truthfully

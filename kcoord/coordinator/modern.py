@@ -9,7 +9,6 @@ session timeout's broker default, its record type and its snapshot, and says how
 fenced (`_fence`)."""
 from __future__ import annotations
 
-import functools
 import hashlib
 import struct
 from typing import Callable, Iterable, Mapping
@@ -152,8 +151,7 @@ class ModernProtocol:
         timeout = timeout_ms or self.ctx.group_config(group_id).get(f"{self.kind}.session.timeout.ms",
                                                                       self._default_session_timeout_ms())
         if not self.ctx.timer.postpone(key, timeout):  # the same callback: only the deadline moves
-            self.ctx.schedule(key, timeout, functools.partial(self._fence_by_timer, group_id, member_id, None,
-                                                              self.session_expired))
+            self.ctx.schedule(key, timeout, self._fence_by_timer, group_id, member_id, None, self.session_expired)
 
     def _schedule_rebalance_timeout(self, group, member) -> None:
         group_id, member_id, epoch = group.group_id, member.member_id, member.member_epoch

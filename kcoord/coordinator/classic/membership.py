@@ -10,7 +10,6 @@ a timer or another request completes the round.
 """
 from __future__ import annotations
 
-import functools
 
 import uuid
 from typing import Callable
@@ -51,6 +50,8 @@ class ClassicMembership:
         self.ctx = ctx
         # Classic members of consumer groups (online migration, migration.py), set by the coordinator.
         self.migration = None
+        # Every member's session timer holds this one bound method, not a partial of its own.
+        self._on_session_expiry = self._heartbeat_expired
 
     def _record_group(self, group: Group) -> None:
         self.ctx.write(group_metadata(group))
@@ -108,7 +109,7 @@ class ClassicMembership:
             # KIP-394: hand out the id first; the member joins for real with it.
             group.pending_members.add(new_id)
             self.ctx.schedule(_pending_key(group.group_id, new_id), req.session_timeout_ms,
-                              lambda: self._expire_pending_member(group.group_id, new_id))
+                              self._expire_pending_member, group.group_id, new_id)
             return self.ctx.answer(respond, JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
         self._add_member_and_rebalance(group, new_id, req, respond)
 
@@ -356,7 +357,7 @@ class ClassicMembership:
         group_id, member_id = group.group_id, member.member_id
         key = _heartbeat_key(group_id, member_id)
         if not self.ctx.timer.postpone(key, timeout_ms):  # the same callback: only the deadline moves
-            self.ctx.schedule(key, timeout_ms, functools.partial(self._heartbeat_expired, group_id, member_id))
+            self.ctx.schedule(key, timeout_ms, self._on_session_expiry, group_id, member_id)
 
     def _heartbeat_expired(self, group_id: str, member_id: str) -> None:
         group = self.ctx.groups.get(group_id)

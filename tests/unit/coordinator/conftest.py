@@ -25,9 +25,9 @@ def _seen_by_waiters(ctx: CoordinatorContext) -> dict[str, tuple]:
 def _waiters_hear_every_change(monkeypatch):
     operation = CoordinatorContext.operation
 
-    def checked(self, fn):
+    def checked(self, fn, *args):
         if self._operation is not None:  # part of the operation in progress: checked with it
-            return operation(self, fn)
+            return operation(self, fn, *args)
         before, heard, listener = _seen_by_waiters(self), set(), self.on_change
 
         def hear(group_id):
@@ -37,7 +37,7 @@ def _waiters_hear_every_change(monkeypatch):
         self.on_change = hear
         failed_before = None in self.unavailable
         try:
-            result = operation(self, fn)
+            result = operation(self, fn, *args)
         finally:
             self.on_change = listener
         if None in self.unavailable and not failed_before:

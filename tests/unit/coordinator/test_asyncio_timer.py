@@ -116,3 +116,61 @@ def test_postponing_moves_a_pending_timer_with_its_callback_and_nothing_else():
         advance(0.1)
         assert fired == ["session"] and not timer.is_scheduled("hb")
         assert timer.postpone("hb", 1_000) is False   # fired: nothing left to move
+
+
+def test_members_moved_to_an_earlier_deadline_leave_no_stale_heap_behind():
+    """A new member's session is first set to the 5-minute new-member join timeout, then moved
+    to its 10 s session timeout once it joined: the first heap items must not stay for minutes."""
+    loop = _Loop()
+    timer = AsyncioTimer(loop)
+    fired = []
+    for i in range(1000):
+        timer.schedule(f"hb-{i}", 300_000, fired.append, ("join timeout", i))
+    for i in range(1000):
+        assert timer.postpone(f"hb-{i}", 10_000)
+    assert len(timer._heap) <= 1000 + 1000 // 2   # compacted once the stale items were half
+    loop.advance(9.9)
+    assert fired == []
+    loop.advance(0.1)
+    assert fired == [("join timeout", i) for i in range(1000)]   # the callback and its arguments kept
+    assert timer._heap == [] and timer._timers == {}
+
+
+def test_a_callback_that_compacts_the_heap_does_not_lose_the_timers_due_with_it():
+    loop = _Loop()
+    timer = AsyncioTimer(loop)
+    fired = []
+
+    def churn(i):
+        fired.append(i)
+        for j in range(200 if i == 0 else 0):   # cancelled at once: the heap is compacted while `_run` runs
+            timer.schedule(f"churn-{i}-{j}", 50_000, fired.append, "never")
+            timer.cancel(f"churn-{i}-{j}")
+    for i in range(10):
+        timer.schedule(f"due-{i}", 1_000, churn, i)
+    timer.schedule("later", 2_000, fired.append, "later")
+    loop.advance(1)
+    assert fired == list(range(10))
+    stale = [item for item in timer._heap if timer._timers.get(item[2]) is not item[3]]
+    assert timer._stale == len(stale)   # the count the compaction relies on is still true
+    assert [item[2] for item in timer._heap if item not in stale] == ["later"]
+    loop.advance(100)
+    assert fired == list(range(10)) + ["later"]
+
+
+def test_a_scoped_timer_cancels_only_its_own_partition():
+    from kcoord.coordinator.clock import ManualTimer, ScopedTimer
+
+    loop = _Loop()
+    manual = ManualTimer()
+    for base, advance in ((AsyncioTimer(loop), loop.advance), (manual, lambda s: manual.advance(int(s * 1000)))):
+        fired = []
+        p1, p10 = ScopedTimer(base, "p1/"), ScopedTimer(base, "p10/")
+        p1.schedule("hb-a", 1_000, fired.append, "p1 a")
+        p10.schedule("hb-a", 1_000, fired.append, "p10 a")
+        p10.schedule("hb-b", 1_000, fired.append, "p10 b")
+        assert p1.is_scheduled("hb-a") and p10.is_scheduled("hb-a") and not p1.is_scheduled("hb-b")
+        p1.cancel_all()
+        assert not p1.is_scheduled("hb-a") and p10.is_scheduled("hb-a")
+        advance(2)
+        assert sorted(fired) == ["p10 a", "p10 b"]
