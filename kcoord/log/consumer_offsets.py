@@ -126,7 +126,7 @@ GROUP_METADATA_VALUE_VERSION = 3
 NO_TIMESTAMP = -1
 # A partition is compacted in memory once it holds this many bytes and twice what it held
 # after its last compaction (with a data dir, also whenever durable state compacts its log).
-COMPACT_MIN_BYTES = 1024 * 1024
+COMPACT_MIN_BYTES = 256 * 1024
 
 
 class OffsetsRecordError(ValueError):
