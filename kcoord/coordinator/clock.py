@@ -54,20 +54,22 @@ class AsyncioTimer(Timer):
 
     A loop timer per key cost ~300 bytes (its handle, a copy of the context, a bound method),
     and a cancelled one stayed in the loop's heap until it was due: every member's session
-    and every pending member's id held one. Here a timer is its entry and one heap item, and a
-    cancelled one is dropped at once from the keys (its heap item is skipped when reached, and
-    the heap is rebuilt once such items are the majority).
+    and every pending member's id held one. Here a timer is one list, both its entry under
+    its key and its heap item, and a cancelled one is dropped at once from the keys (its
+    heap item is skipped when reached, and the heap is rebuilt once such items are half of it).
 
     Rescheduling a key to a later deadline (a session timer reset by every heartbeat) only
     notes the new deadline and callback; when the old deadline comes round the timer goes
     back into the heap at the one it now has, and the callback still runs at the last
     deadline it was given. Timers due at the same time run in the order they were scheduled."""
 
+    # An entry: [its deadline in the heap, seq, its deadline (loop time), callback, args, key].
+    # The first two order the heap (seq is unique: the rest is never compared) and do not
+    # change while it is there; a timer moved earlier is a new entry.
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None):
         self._loop = loop
-        # key -> [deadline (loop time), callback, the deadline of its heap item, callback's args]
         self._timers: dict[str, list] = {}
-        self._heap: list[tuple[float, int, str, list]] = []   # (deadline, seq, key, entry)
+        self._heap: list[list] = []
         self._seq = itertools.count()
         self._stale = 0             # heap items whose timer was cancelled or replaced
         self._armed = None          # the loop timer, for the heap's earliest deadline
@@ -86,33 +88,38 @@ class AsyncioTimer(Timer):
         deadline = self.loop.time() + max(delay_ms, 0) / 1000
         entry = self._timers.get(key)
         if entry is not None:
-            if entry[2] <= deadline:
-                entry[0] = deadline
-                entry[1] = callback
-                entry[3] = args
+            if entry[0] <= deadline:
+                entry[2] = deadline
+                entry[3] = callback
+                entry[4] = args
                 return
-            self._stale += 1
-            entry[1] = entry[3] = None   # its heap item stays until reached: not what the callback holds
-        self._push(key, [deadline, callback, deadline, args])
+            self._retire(entry)
+            key = entry[5]   # the string the dict holds already, not an equal copy
+        self._push([deadline, next(self._seq), deadline, callback, args, key])
 
     def postpone(self, key, delay_ms):
         entry = self._timers.get(key)
         if entry is None:
             return False
         deadline = self.loop.time() + max(delay_ms, 0) / 1000
-        if entry[2] <= deadline:
-            entry[0] = deadline
+        if entry[0] <= deadline:
+            entry[2] = deadline
         else:
-            self._stale += 1
-            self._push(key, [deadline, entry[1], deadline, entry[3]])
-            entry[1] = entry[3] = None
+            callback, args = entry[3], entry[4]
+            self._retire(entry)
+            self._push([deadline, next(self._seq), deadline, callback, args, entry[5]])
         return True
 
-    def _push(self, key, entry) -> None:
-        self._timers[key] = entry
-        deadline = entry[2]
-        heapq.heappush(self._heap, (deadline, next(self._seq), key, entry))
+    def _retire(self, entry) -> None:
+        """`entry` stays in the heap until reached or compacted away: it holds nothing meanwhile."""
+        entry[3] = entry[4] = None
+        self._stale += 1
+
+    def _push(self, entry) -> None:
+        self._timers[entry[5]] = entry
+        heapq.heappush(self._heap, entry)
         self._maybe_compact()
+        deadline = entry[0]
         if deadline < self._armed_at:
             if self._armed is not None:
                 self._armed.cancel()
@@ -124,17 +131,18 @@ class AsyncioTimer(Timer):
         heap, timers = self._heap, self._timers
         now = self.loop.time()
         while heap and heap[0][0] <= now:
-            _, _, key, entry = heapq.heappop(heap)
+            entry = heapq.heappop(heap)
+            key = entry[5]
             if timers.get(key) is not entry:
                 self._stale -= 1
                 continue
-            if entry[0] > entry[2]:   # moved later since it went into the heap
-                entry[2] = entry[0]
-                heapq.heappush(heap, (entry[0], next(self._seq), key, entry))
+            if entry[2] > entry[0]:   # moved later since it went into the heap
+                entry[0], entry[1] = entry[2], next(self._seq)
+                heapq.heappush(heap, entry)
                 continue
             del timers[key]
             try:
-                entry[1](*entry[3])
+                entry[3](*entry[4])
             except Exception as exc:   # one failing timer must not stop the others due now
                 self.loop.call_exception_handler({"message": f"timer {key!r} failed", "exception": exc})
         self._maybe_compact()
@@ -155,15 +163,14 @@ class AsyncioTimer(Timer):
         if self._stale > 64 and self._stale * 2 >= len(heap):
             timers = self._timers
             # In place: `_run` holds the list while the callbacks it runs schedule timers.
-            heap[:] = [item for item in heap if timers.get(item[2]) is item[3]]
+            heap[:] = [entry for entry in heap if timers.get(entry[5]) is entry]
             heapq.heapify(heap)
             self._stale = 0
 
     def cancel(self, key):
         entry = self._timers.pop(key, None)
         if entry is not None:
-            entry[1] = entry[3] = None   # a pending member id's timer holds its callback no longer than this
-            self._stale += 1
+            self._retire(entry)   # a pending member id's timer holds its callback no longer than this
             self._maybe_compact()
 
     def is_scheduled(self, key):
