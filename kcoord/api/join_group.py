@@ -2,6 +2,8 @@
 
 Translation only: every rule lives in kcoord.coordinator.
 """
+import sys
+
 from kcoord.api import CLASSIC_PROTOCOL, ApiDescriptor, ApiKey, GroupAcl, GroupOperation, named_group
 from kcoord.coordinator import JoinRequest, parked
 
@@ -11,12 +13,14 @@ async def join_group(ctx, req):
         group_id=req.group_id,
         member_id=req.member_id,
         instance_id=req.get("group_instance_id"),
-        protocol_type=req.protocol_type,
-        protocols=[(p.name, p.metadata) for p in req.protocols],
+        # Interned: a member keeps these, and they are the same for most members of a group
+        # (its protocol type and names) or of a host; decoded, each member had copies of its own.
+        protocol_type=sys.intern(req.protocol_type),
+        protocols=[(sys.intern(p.name), p.metadata) for p in req.protocols],
         session_timeout_ms=req.session_timeout_ms,
         rebalance_timeout_ms=req.get("rebalance_timeout_ms", -1),
-        client_id=ctx.client_id or "",
-        client_host="/" + ctx.client_host,
+        client_id=sys.intern(ctx.client_id or ""),
+        client_host=sys.intern("/" + ctx.client_host),
         require_known_member_id=ctx.api_version >= 4,
         supports_skip_assignment=ctx.api_version >= 9,
         reason=req.get("reason"),

@@ -59,6 +59,31 @@ _ids = itertools.count(1)
 HISTORY_REQUESTS = 20000
 
 
+class RequestHistory:
+    """The (number, API key, group) of the latest requests, iterated oldest first.
+
+    Two rings of shared objects (API keys are small ints, group ids interned strings) and the
+    latest number, from which the others follow: the numbers are consecutive. A tuple and an
+    int per request held ~150 bytes each, ~3 MiB for a full window."""
+
+    def __init__(self, size: int):
+        self._keys: collections.deque = collections.deque(maxlen=size)
+        self._groups: collections.deque = collections.deque(maxlen=size)
+        self._last = 0
+
+    def append(self, seq: int, api_key: int, group: str | None) -> None:
+        self._keys.append(api_key)
+        self._groups.append(group)
+        self._last = seq
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self):
+        first = self._last - len(self._keys) + 1
+        return zip(itertools.count(first), list(self._keys), list(self._groups))
+
+
 class FaultRuleError(ValueError):
     pass
 
@@ -318,8 +343,8 @@ class FaultInjector:
         self._controlling: set[asyncio.Task] = set()   # a broker control a rule started beside its request
         self.rules: list[FaultRule] = []
         self.fired_log: list[dict] = []  # what fired, in order (bounded)
-        # (sequence number, api key, group) of the latest requests: what a client did after a fault.
-        self.history: collections.deque = collections.deque(maxlen=HISTORY_REQUESTS)
+        # What a client did after a fault: the latest requests.
+        self.history = RequestHistory(HISTORY_REQUESTS)
         self._seq = 0
 
     # ------------------------------------------------------------ rules
@@ -408,7 +433,7 @@ class FaultInjector:
         else:
             group = request_group(key, req.api_version, body) if isinstance(body, dict) else None
         # Interned: a decoded group id is a new string per request, and the history keeps it.
-        self.history.append((self._seq, key, None if group is None else sys.intern(group)))
+        self.history.append(self._seq, key, None if group is None else sys.intern(group))
         return group
 
     def _target(self, rule: FaultRule, node: int, group: str | None) -> int | None:

@@ -218,7 +218,11 @@ class KcoordHandle:
     def requests_after(self, seq: int, api_key: int, group: str | None = None) -> int:
         """Requests with `api_key` (for `group`) that arrived after request number `seq`
         (the "seq" of a faults_fired() entry): did the client recover as it should?"""
-        return sum(1 for s, key, g in list(self._thread.app.faults.history)
+        history = self._thread.app.faults.history
+
+        async def latest():   # copied on the server's thread, which appends to it
+            return list(history)
+        return sum(1 for s, key, g in self.call(latest)
                    if s > seq and key == api_key and (group is None or g == group))
 
     def expire_member(self, group: str, member_id: str) -> bool:
