@@ -245,7 +245,11 @@ class ScopedTimer(Timer):
     """The timers of one coordinator partition, on a timer shared with the others: keys get the
     partition's prefix, so unloading the partition cancels them all (a session timer of a group
     now coordinated elsewhere must not fire here). The prefix ends in "/", so no partition's
-    prefix starts another's ("p1/" is not the start of "p10/...")."""
+    prefix starts another's ("p1/" is not the start of "p10/...").
+
+    Unloading walks every key of the shared timer, not only the partition's: a set of its own
+    keys (and a closure per timer to keep it current) was memory per member, where an unload
+    is rare (a broker stopped, a partition moved) and a walk of 100,000 keys ~10 ms."""
 
     def __init__(self, base: Timer, prefix: str):
         self.base = base

@@ -16,7 +16,6 @@ carries on; see docs/deviations.md.)
 """
 from __future__ import annotations
 
-
 import logging
 from typing import Any, Callable, Mapping, Protocol
 
