@@ -218,7 +218,17 @@ def test_a_static_member_killed_and_restarted_at_once_is_refused_until_its_sessi
         killed_at = time.monotonic()
         members[0] = Member(client, broker_any.bootstrap, topic, group, group_protocol="consumer",
                             instance_id="inst-0")
-        error = members[0].wait_event("error", timeout=60)
+        error = members[0].wait_for(lambda e: e["event"] in ("error", "assigned"), timeout=60)
+        if error["event"] == "assigned":
+            # Under a full suite's load the new JVM can start and join after the old member's 6 s
+            # session ended (the reference Kafka, 2026-11-27): the instance id is free again by
+            # then, so the new member is assigned. Not before: the old member must be gone.
+            waited = time.monotonic() - killed_at
+            print(f"{client}: the new member joined {waited:.1f}s after the kill, past the session")
+            assert waited >= SESSION_S - 1.5, f"assigned {waited:.1f}s after the kill, inside the old session"
+            now = describe(broker_any.bootstrap, group)
+            assert old["inst-0"] not in {m["member_id"] for m in now.members}
+            return
         if client == "java4":
             assert error["error"] == "UnreleasedInstanceIdException"
             assert error["message"] == (f"Static member {error['message'].split()[2]} with instance id inst-0 cannot "
