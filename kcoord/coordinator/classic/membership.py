@@ -10,7 +10,6 @@ a timer or another request completes the round.
 """
 from __future__ import annotations
 
-
 import uuid
 from typing import Callable
 
