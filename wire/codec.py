@@ -155,7 +155,7 @@ class CompiledMessage:
 
 @lru_cache(maxsize=None)
 def compiled_message(spec_name: str, version: int) -> CompiledMessage:
-    spec = S.all_specs()[spec_name]
+    spec = S.spec_named(spec_name)
     if version not in spec.valid_versions:
         raise UnsupportedVersionError(spec.api_key if spec.api_key is not None else -1, version,
                                       f"{spec_name} has no version {version} "

@@ -20,7 +20,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Iterator
 
-import crc32c as _crc32c
+from wire.crc import crc32c
 
 HEADER_SIZE = 61
 _LOG_OVERHEAD = 12  # baseOffset + batchLength
@@ -49,10 +49,6 @@ class UnsupportedMagicError(RecordsError):
 
 class CorruptBatchError(RecordsError):
     """CRC mismatch: the batch was altered after the producer wrote it."""
-
-
-def crc32c(data) -> int:
-    return _crc32c.crc32c(data)
 
 
 @dataclass

@@ -22,7 +22,7 @@ import struct
 from pathlib import Path
 from typing import Iterable, Iterator
 
-import crc32c
+from wire.crc import crc32c
 
 log = logging.getLogger("kcoord.storage")
 
@@ -32,7 +32,7 @@ FSYNC_POLICIES = ("always", "interval", "never")
 
 
 def frame(payload: bytes) -> bytes:
-    return _HEADER.pack(len(payload), crc32c.crc32c(payload)) + payload
+    return _HEADER.pack(len(payload), crc32c(payload)) + payload
 
 
 class RecordLog:
@@ -63,7 +63,7 @@ class RecordLog:
                 end = pos + _HEADER.size + length
                 if length > MAX_RECORD_BYTES or end > len(data):
                     problem = f"a record of {length} bytes runs past the end of the file"
-                elif crc32c.crc32c(data[pos + _HEADER.size:end]) != crc:
+                elif crc32c(data[pos + _HEADER.size:end]) != crc:
                     problem = "a record whose checksum does not match"
             if problem is not None:
                 self.truncated_bytes = len(data) - pos
