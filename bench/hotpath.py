@@ -467,23 +467,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _free_ports(n: int) -> int:
-    """The first of n consecutive free ports."""
-    for _ in range(100):
-        first = _free_port()
-        try:
-            for port in range(first + 1, first + n):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return first
-    raise RuntimeError(f"no {n} consecutive free ports")
-
-
 @contextlib.contextmanager
 def kcoord_peer(delay_ms: int = 0, durable: bool = True, root: str | None = None, brokers: int = 1):
     """`kcoord serve` from this checkout, or from `root` (another checkout: a before/after)."""
+    from rebalance import _free_ports
+
     data = tempfile.mkdtemp(prefix="kcoord-hotpath-") if durable else None
     port, http_port = _free_ports(brokers), _free_port()
     cmd = [sys.executable, "-m", "kcoord", "serve", "--listen", f"127.0.0.1:{port}",

@@ -62,10 +62,25 @@ def kcoord_peer(delay_ms: int):
         yield bootstrap
 
 
+def _free_ports(n: int) -> int:
+    """The first of n consecutive free ports (a multi-broker peer listens on all of them)."""
+    for _ in range(100):
+        first = _free_port()
+        try:
+            for port in range(first + 1, first + n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return first
+    raise RuntimeError(f"no {n} consecutive free ports")
+
+
 @contextlib.contextmanager
-def _local_process(command, stdin=None):
-    """Runs `command(port)` on a free port; yields its address once it accepts connections."""
-    port = _free_port()
+def _local_process(command, stdin=None, ports: int = 1):
+    """Runs `command(port)` on a free port (the first of `ports` free ones in a row); yields its
+    address once it accepts connections."""
+    port = _free_ports(ports)
     proc = subprocess.Popen(command(port), stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_port(port)
@@ -120,7 +135,7 @@ def _kfake_binary() -> Path:
 @contextlib.contextmanager
 def kfake_peer(brokers: int = 1):
     with _local_process(lambda port: [str(_kfake_binary()), "-port", str(port), "-brokers", str(brokers)],
-                        stdin=subprocess.PIPE) as bootstrap:
+                        stdin=subprocess.PIPE, ports=brokers) as bootstrap:
         yield bootstrap
 
 
