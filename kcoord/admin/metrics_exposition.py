@@ -88,32 +88,33 @@ class _CountsCollector:
                                 value=m.loop_lag_max)
 
 
+def _groups_by_state(name: str, doc: str, states, groups) -> tuple[GaugeMetricFamily, int]:
+    """A gauge of `groups` per state (every state but Dead, at 0 when none), and their members."""
+    family = GaugeMetricFamily(name, doc, labels=["state"])
+    counts = {str(s): 0 for s in states if s is not states.DEAD}
+    members = 0
+    for group in groups:
+        counts[str(group.state)] = counts.get(str(group.state), 0) + 1
+        members += group.size
+    for state, n in counts.items():
+        family.add_metric([state], n)
+    return family, members
+
+
 class _GroupCollector:
     def __init__(self, core):
         self.core = core
 
     def collect(self):
-        by_state = GaugeMetricFamily("kcoord_groups", "Groups by state", labels=["state"])
-        counts = {str(s): 0 for s in GroupState if s is not GroupState.DEAD}
-        members = 0
-        for group in list(self.core.groups.values()):
-            counts[str(group.state)] = counts.get(str(group.state), 0) + 1
-            members += group.size
-        for state, n in counts.items():
-            by_state.add_metric([state], n)
-        yield by_state
+        classic, members = _groups_by_state("kcoord_groups", "Groups by state", GroupState,
+                                            list(self.core.groups.values()))
+        yield classic
         # Consumer groups (KIP-848) have states of their own (Assigning, Reconciling): a family of
         # their own, so the classic one keeps its label set.
-        consumer = GaugeMetricFamily("kcoord_consumer_groups", "Consumer groups (KIP-848) by state",
-                                     labels=["state"])
-        consumer_counts = {str(s): 0 for s in ConsumerGroupState if s is not ConsumerGroupState.DEAD}
-        for group in list(self.core.consumer_groups.values()):
-            consumer_counts[str(group.state)] = consumer_counts.get(str(group.state), 0) + 1
-            members += group.size
-        for state, n in consumer_counts.items():
-            consumer.add_metric([state], n)
+        consumer, consumer_members = _groups_by_state("kcoord_consumer_groups", "Consumer groups (KIP-848) by state",
+                                                      ConsumerGroupState, list(self.core.consumer_groups.values()))
         yield consumer
-        yield GaugeMetricFamily("kcoord_group_members", "Members of all groups", value=members)
+        yield GaugeMetricFamily("kcoord_group_members", "Members of all groups", value=members + consumer_members)
 
 
 class _BrokerCollector:
