@@ -55,15 +55,15 @@ class RequestCounts:
     def __init__(self):
         self.counts: dict[tuple[str, int, int, int], int] = {}
         self.latency: dict[tuple[str, int], list] = {}   # (api, broker) -> [count per bucket (non-cumulative), sum]
-        self._bounds = list(REQUEST_LATENCY_BUCKETS)
+        self.bounds = list(REQUEST_LATENCY_BUCKETS)
 
     def observe(self, api: str, version: int, error: int, seconds: float, broker: int = 0) -> None:
         key = (api, version, error, broker)
         self.counts[key] = self.counts.get(key, 0) + 1
         entry = self.latency.get((api, broker))
         if entry is None:
-            entry = self.latency[(api, broker)] = [[0] * (len(self._bounds) + 1), 0.0]
-        entry[0][bisect.bisect_left(self._bounds, seconds)] += 1
+            entry = self.latency[(api, broker)] = [[0] * (len(self.bounds) + 1), 0.0]
+        entry[0][bisect.bisect_left(self.bounds, seconds)] += 1
         entry[1] += seconds
 
 

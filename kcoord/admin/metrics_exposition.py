@@ -69,7 +69,7 @@ class _CountsCollector:
         for (api, version, error, broker), n in list(m.requests.counts.items()):
             total.add_metric([api, str(version), str(error), str(broker)], n)
         yield total
-        bounds = m.requests._bounds
+        bounds = m.requests.bounds
         yield _histogram("kcoord_request_latency_seconds", "Time to answer a request, by api and broker",
                          ["api", "broker"],
                          [([api, str(broker)], bounds, counts, seconds, None)
