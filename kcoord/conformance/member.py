@@ -2,7 +2,7 @@
 
     python -m kcoord.conformance.member --client kafka-python --bootstrap B --topic T --group G
         [--instance-id I] [--session-ms 6000] [--assignor range|roundrobin|cooperative-sticky]
-        [--group-protocol classic|consumer] [--remote-assignor uniform|range] [--commit]
+        [--group-protocol classic|consumer] [--remote-assignor uniform|range] [--commit] [--hold]
 
 Prints JSON lines: {"event": "assigned"|"revoked", "partitions": [...]}, {"event": "fenced"},
 and polls until SIGTERM (clean close: LeaveGroup) or SIGKILL (no goodbye).
@@ -11,7 +11,8 @@ and polls until SIGTERM (clean close: LeaveGroup) or SIGKILL (no goodbye).
 group.protocol=consumer (and group.remote.assignor) and leaves out the classic-only configs
 (session.timeout.ms, heartbeat.interval.ms, partition.assignment.strategy). A --topic starting
 with "^" is a regex subscription (librdkafka's convention). --commit commits synchronously
-after every message (confluent-kafka only).
+after every message (confluent-kafka only). --hold loads the client, prints {"event": "ready"}
+and waits for a line on stdin before it joins (as the Java driver's --hold).
 """
 from __future__ import annotations
 
@@ -203,11 +204,16 @@ def main():
     ap.add_argument("--assignor", default="range")
     ap.add_argument("--remote-assignor")
     ap.add_argument("--commit", action="store_true")
+    ap.add_argument("--hold", action="store_true")
     a = ap.parse_args()
     if a.client != "confluent" and (a.group_protocol != "classic" or a.commit):
         ap.error(f"--group-protocol consumer and --commit are confluent's only, not {a.client}'s")
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     emit(event="started")
+    if a.hold:
+        __import__({"kafka-python": "kafka", "aiokafka": "aiokafka", "confluent": "confluent_kafka"}[a.client])
+        emit(event="ready")
+        sys.stdin.readline()
     RUNNERS[a.client](a)
     emit(event="closed")
 

@@ -37,11 +37,16 @@ class Member:
     subscribe(Pattern), matched by the client). `commit` commits after the records it got
     (java, java4, confluent).
 
+    `hold`: the process starts and loads its client, then waits for `go()` before it joins
+    (`ready()` waits until it is loaded): a replacement made ready before its member is killed
+    joins right after the kill, however long a loaded machine takes to start a JVM.
+
     Events carry partition numbers; for topics too, see `topic_partitions(event)`."""
 
     def __init__(self, client: str, bootstrap: str, topic: str, group: str, *, instance_id: str | None = None,
                  session_ms: int = 6000, assignor: str = "range", group_protocol: str = "classic",
-                 remote_assignor: str | None = None, client_regex: bool = False, commit: bool = False):
+                 remote_assignor: str | None = None, client_regex: bool = False, commit: bool = False,
+                 hold: bool = False):
         if group_protocol not in ("classic", "consumer"):
             raise ValueError(f"group_protocol {group_protocol!r}: classic or consumer")
         if group_protocol == "consumer" and client not in CONSUMER_PROTOCOL_CLIENTS:
@@ -63,6 +68,8 @@ class Member:
                 args += ["--client-regex"]
             if commit:
                 args += ["--commit"]
+            if hold:
+                args += ["--hold"]
             cmd = javaclient.command_for(client, "consume", *args)
         else:
             if client_regex:
@@ -77,8 +84,10 @@ class Member:
                 cmd += ["--instance-id", instance_id]
             if commit:
                 cmd += ["--commit"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                     env=_child_env())
+            if hold:
+                cmd += ["--hold"]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if hold else None, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, env=_child_env())
         self.events: list[dict] = []
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
@@ -106,6 +115,15 @@ class Member:
                 break
             time.sleep(0.05)
         raise AssertionError(f"{self.client} member: no {kind!r} event within {timeout}s; saw {self.events}")
+
+    def ready(self, timeout: float = 120) -> None:
+        """Wait until a `hold` member has loaded its client."""
+        self.wait_event("ready", timeout)
+
+    def go(self) -> None:
+        """Let a `hold` member join."""
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
 
     def wait_for(self, predicate, timeout: float = 60) -> dict:
         """The first event satisfying `predicate`, waiting for it."""

@@ -4,8 +4,12 @@
 //   produce  --bootstrap B --topic T --count N [--partitions P]
 //   consume  --bootstrap B (--topic T | --topic-regex R) --group G --count N [--commit] [--instance-id I]
 //            [--assignor range|roundrobin|cooperative-sticky] [--session-ms S] [--max-seconds S]
-//            [--group-protocol classic|consumer] [--remote-assignor uniform|range] [--client-regex]
+//            [--group-protocol classic|consumer] [--remote-assignor uniform|range] [--client-regex] [--hold]
 //
+// --hold makes the consumer (the JVM started, the client's classes loaded), prints
+// {"event":"ready"} and waits for a line on stdin before it subscribes: a test can have a
+// member's replacement ready before it kills the member, so that the replacement joins within
+// seconds of the kill even when a loaded machine takes longer than that to start a JVM.
 // --group-protocol consumer (KIP-848, kafka-clients 4.x) sets group.protocol=consumer and leaves
 // out what the client refuses in that mode (session.timeout.ms, heartbeat.interval.ms,
 // partition.assignment.strategy); the session timeout and heartbeat interval are then the
@@ -144,6 +148,10 @@ public class KcoordJavaClient {
         boolean commit = flags.contains("commit");
         int seen = 0;
         try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps())) {
+            if (flags.contains("hold")) {
+                emit("{\"event\":\"ready\"}");
+                new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+            }
             subscribe(c, new ConsumerRebalanceListener() {
                 // With the consumer protocol the generation is the member epoch, and the
                 // member id the client's own (a UUID it generated).
