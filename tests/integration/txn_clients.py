@@ -255,7 +255,25 @@ class KafkaPythonProducer(_Transactional):
                                             for (t, p), o in offsets.items()}, consumer.c.group_metadata())
 
     def commit(self):
-        self.p.commit_transaction()
+        from kafka.errors import KafkaError
+
+        try:
+            self.p.commit_transaction()
+        except KafkaError as err:
+            # kafka-python 3 answers a produce refused with INVALID_PRODUCER_EPOCH (as Kafka refuses
+            # a fenced producer's) by bumping its epoch (KIP-360). A commit asked for before the
+            # broker answers the bump's InitProducerId fails on the client's own state machine
+            # (a bare KafkaError, "Invalid transition"). The broker's answer decides the outcome:
+            # the error the producer ends in once the bump is answered is the one raised.
+            manager = self.p._transaction_manager
+            if type(err) is not KafkaError:
+                raise
+            deadline = time.monotonic() + WAIT
+            while manager.is_bumping_epoch() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if manager.has_fatal_error() and manager.last_error is not None:
+                raise manager.last_error from err
+            raise
 
     def abort(self):
         self.p.abort_transaction()
