@@ -31,13 +31,13 @@ def render(reg: CollectorRegistry) -> bytes:
     return generate_latest(reg)
 
 
-def _histogram(name: str, doc: str, labels: list[str], rows, created: bool = True) -> HistogramMetricFamily:
+def _histogram(name: str, doc: str, labels: list[str], rows) -> HistogramMetricFamily:
     """rows: (label values, bounds, non-cumulative counts with +Inf last, sum, created time or None)."""
     family = HistogramMetricFamily(name, doc, labels=labels)
     for values, bounds, counts, total, created_at in rows:
         les = [floatToGoString(b) for b in bounds] + ["+Inf"]
         family.add_metric(values, list(zip(les, itertools.accumulate(counts))), total)
-        if created and created_at is not None:
+        if created_at is not None:
             family.add_sample(name + "_created", dict(zip(labels, values)), created_at)
     return family
 
